@@ -1,0 +1,355 @@
+/*
+ * chpp-hca: the HCR command interface.
+ *
+ * A write of the control dword with go=1 starts a command.  The command runs
+ * later, in a bottom half (or after cmd-latency-ns of virtual time), never
+ * in the vCPU's MMIO handler; go stays set until it is done.  The handler
+ * returns a status; the HCR then gets the status and clears go, and if the
+ * e bit was set a command-completion EQE carries the token.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "hw/pci/pci.h"
+#include "sysemu/dma.h"
+#include "chpp-hca.h"
+#include "trace.h"
+
+typedef struct ChppCmdInfo {
+    const char *name;
+    bool needs_init;        /* refused before INIT_HCA */
+} ChppCmdInfo;
+
+static const ChppCmdInfo chpp_cmds[] = {
+    [CHPP_CMD_QUERY_DEV_CAP] = { "QUERY_DEV_CAP", false },
+    [CHPP_CMD_QUERY_FW]      = { "QUERY_FW", false },
+    [CHPP_CMD_INIT_HCA]      = { "INIT_HCA", false },
+    [CHPP_CMD_CLOSE_HCA]     = { "CLOSE_HCA", true },
+    [CHPP_CMD_INIT_PORT]     = { "INIT_PORT", true },
+    [CHPP_CMD_CLOSE_PORT]    = { "CLOSE_PORT", true },
+    [CHPP_CMD_MAP_EQ]        = { "MAP_EQ", true },
+    [CHPP_CMD_SW2HW_EQ]      = { "SW2HW_EQ", true },
+    [CHPP_CMD_HW2SW_EQ]      = { "HW2SW_EQ", true },
+    [CHPP_CMD_QUERY_EQ]      = { "QUERY_EQ", true },
+    [CHPP_CMD_NOP]           = { "NOP", false },
+    [CHPP_CMD_QUERY_PORT]    = { "QUERY_PORT", true },
+};
+
+static const ChppCmdInfo *chpp_cmd_info(uint16_t opcode)
+{
+    if (opcode < ARRAY_SIZE(chpp_cmds) && chpp_cmds[opcode].name) {
+        return &chpp_cmds[opcode];
+    }
+    return NULL;
+}
+
+static const char *chpp_cmd_name(uint16_t opcode)
+{
+    const ChppCmdInfo *info = chpp_cmd_info(opcode);
+
+    return info ? info->name : "UNKNOWN";
+}
+
+uint8_t chpp_cmd_fail(ChppHcaState *s, uint8_t status, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    chpp_guest_error(s, "command %s: %s (status 0x%02x)",
+                     chpp_cmd_name(s->hcr[CHPP_HCR_CTRL / 4] &
+                                   CHPP_HCR_OPCODE_MASK),
+                     msg, status);
+    return status;
+}
+
+static bool chpp_mailbox_check(ChppHcaState *s, uint64_t addr, size_t len,
+                               uint8_t *status)
+{
+    assert(len <= CHPP_MAILBOX_SIZE);
+    if (addr & (CHPP_MAILBOX_ALIGN - 1)) {
+        *status = chpp_cmd_fail(s, CHPP_STAT_BAD_MAILBOX,
+                                "mailbox 0x%" PRIx64 " not %u-byte aligned",
+                                addr, CHPP_MAILBOX_ALIGN);
+        return false;
+    }
+    return true;
+}
+
+bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf, size_t len,
+                       uint8_t *status)
+{
+    MemTxResult r;
+
+    if (!chpp_mailbox_check(s, addr, len, status)) {
+        return false;
+    }
+    r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
+    trace_chpp_hca_dma_read(addr, len, r);
+    if (r != MEMTX_OK) {
+        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
+                                "mailbox read at 0x%" PRIx64 " failed", addr);
+        return false;
+    }
+    return true;
+}
+
+bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
+                        size_t len, uint8_t *status)
+{
+    MemTxResult r;
+
+    if (!chpp_mailbox_check(s, addr, len, status)) {
+        return false;
+    }
+    r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+    trace_chpp_hca_dma_write(addr, len, r);
+    if (r != MEMTX_OK) {
+        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
+                                "mailbox write at 0x%" PRIx64 " failed", addr);
+        return false;
+    }
+    return true;
+}
+
+static uint8_t chpp_cmd_query_fw(ChppHcaState *s, uint64_t out_mailbox)
+{
+    struct chpp_fw_info fw = {
+        .fw_major = cpu_to_le16(CHPP_FW_VER_MAJOR),
+        .fw_minor = cpu_to_le16(CHPP_FW_VER_MINOR),
+        .fw_subminor = cpu_to_le16(CHPP_FW_VER_SUBMINOR),
+        .abi_major = cpu_to_le16(CHPP_ABI_VERSION_MAJOR),
+        .abi_minor = cpu_to_le16(CHPP_ABI_VERSION_MINOR),
+    };
+    uint8_t status = CHPP_STAT_OK;
+
+    chpp_mailbox_write(s, out_mailbox, &fw, sizeof(fw), &status);
+    return status;
+}
+
+static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
+{
+    const ChppHcaParams *p = &s->params;
+    struct chpp_dev_cap cap = {
+        .flags = cpu_to_le32(CHPP_DEV_CAP_FLAG_CMD_EVENTS),
+        .func = 0,
+        .node_id = cpu_to_le16(p->node_id),
+        .num_ports = CHPP_NUM_PORTS,
+        .log_uar_page_size = CHPP_UAR_PAGE_SHIFT,
+        .num_uar_pages = cpu_to_le32(p->uar_pages),
+        .num_msix = cpu_to_le32(p->msix_vectors),
+        .max_eqs = cpu_to_le32(p->num_eqs),
+        .max_eq_entries = cpu_to_le32(CHPP_MAX_EQ_ENTRIES),
+        .max_cqs = cpu_to_le32(p->num_cqs),
+        .max_qps = cpu_to_le32(p->num_qps),
+        .max_mpts = cpu_to_le32(p->num_mpts),
+        .max_pds = cpu_to_le32(p->num_pds),
+        .page_size_cap = cpu_to_le64(1ull << CHPP_UAR_PAGE_SHIFT),
+    };
+    uint8_t status = CHPP_STAT_OK;
+
+    chpp_mailbox_write(s, out_mailbox, &cap, sizeof(cap), &status);
+    return status;
+}
+
+static uint8_t chpp_cmd_init_hca(ChppHcaState *s, uint32_t abi_major)
+{
+    if (s->hca_init) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_SYS_STATE,
+                             "HCA already initialised");
+    }
+    if (abi_major != CHPP_ABI_VERSION_MAJOR) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "driver ABI %u, device ABI %u", abi_major,
+                             CHPP_ABI_VERSION_MAJOR);
+    }
+    s->hca_init = true;
+    return CHPP_STAT_OK;
+}
+
+static uint8_t chpp_cmd_close_hca(ChppHcaState *s)
+{
+    if (!s->hca_init) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_SYS_STATE,
+                             "HCA not initialised");
+    }
+    chpp_port_reset(s);
+    chpp_eq_reset(s);
+    s->hca_init = false;
+    return CHPP_STAT_OK;
+}
+
+static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
+                                 uint8_t opmod, uint64_t in_param,
+                                 uint32_t in_mod, uint64_t *out_param)
+{
+    const ChppCmdInfo *info = chpp_cmd_info(opcode);
+
+    if (!info) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_OP, "unknown opcode 0x%03x",
+                             opcode);
+    }
+    if (opmod) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_OP, "opmod %u not supported",
+                             opmod);
+    }
+    if (info->needs_init && !s->hca_init) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_SYS_STATE,
+                             "INIT_HCA has not been run");
+    }
+
+    switch (opcode) {
+    case CHPP_CMD_QUERY_FW:
+        return chpp_cmd_query_fw(s, *out_param);
+    case CHPP_CMD_QUERY_DEV_CAP:
+        return chpp_cmd_query_dev_cap(s, *out_param);
+    case CHPP_CMD_INIT_HCA:
+        return chpp_cmd_init_hca(s, in_mod);
+    case CHPP_CMD_CLOSE_HCA:
+        return chpp_cmd_close_hca(s);
+    case CHPP_CMD_INIT_PORT:
+        return chpp_cmd_init_port(s, in_mod);
+    case CHPP_CMD_CLOSE_PORT:
+        return chpp_cmd_close_port(s, in_mod);
+    case CHPP_CMD_QUERY_PORT:
+        return chpp_cmd_query_port(s, in_mod, *out_param);
+    case CHPP_CMD_SW2HW_EQ:
+        return chpp_cmd_sw2hw_eq(s, in_mod, in_param);
+    case CHPP_CMD_HW2SW_EQ:
+        return chpp_cmd_hw2sw_eq(s, in_mod);
+    case CHPP_CMD_QUERY_EQ:
+        return chpp_cmd_query_eq(s, in_mod, *out_param);
+    case CHPP_CMD_MAP_EQ:
+        return chpp_cmd_map_eq(s, in_mod, in_param);
+    case CHPP_CMD_NOP:
+        return CHPP_STAT_OK;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static void chpp_cmd_execute(ChppHcaState *s)
+{
+    uint32_t *hcr = s->hcr;
+    uint32_t ctrl = hcr[CHPP_HCR_CTRL / 4];
+    uint16_t opcode = ctrl & CHPP_HCR_OPCODE_MASK;
+    uint8_t opmod = (ctrl & CHPP_HCR_OPMOD_MASK) >> CHPP_HCR_OPMOD_SHIFT;
+    uint64_t in_param = deposit64(hcr[CHPP_HCR_IN_PARAM_L / 4], 32, 32,
+                                  hcr[CHPP_HCR_IN_PARAM_H / 4]);
+    uint64_t out_param = deposit64(hcr[CHPP_HCR_OUT_PARAM_L / 4], 32, 32,
+                                   hcr[CHPP_HCR_OUT_PARAM_H / 4]);
+    uint32_t in_mod = hcr[CHPP_HCR_IN_MODIFIER / 4];
+    uint16_t token = hcr[CHPP_HCR_TOKEN / 4] >> CHPP_HCR_TOKEN_SHIFT;
+    uint8_t status;
+
+    if (!(ctrl & CHPP_HCR_GO)) {
+        return;
+    }
+
+    status = chpp_cmd_dispatch(s, opcode, opmod, in_param, in_mod,
+                               &out_param);
+    trace_chpp_hca_cmd_done(chpp_cmd_name(opcode), status, out_param);
+    chpp_count(s, CHPP_CNT_CMDS);
+    if (status != CHPP_STAT_OK) {
+        chpp_count(s, CHPP_CNT_CMD_ERRORS);
+    }
+
+    hcr[CHPP_HCR_OUT_PARAM_H / 4] = out_param >> 32;
+    hcr[CHPP_HCR_OUT_PARAM_L / 4] = out_param;
+    ctrl &= ~(CHPP_HCR_GO | CHPP_HCR_STATUS_MASK);
+    ctrl |= (uint32_t)status << CHPP_HCR_STATUS_SHIFT;
+    hcr[CHPP_HCR_CTRL / 4] = ctrl;
+
+    if (ctrl & CHPP_HCR_E) {
+        struct chpp_eqe eqe = {
+            .type = CHPP_EVENT_CMD,
+            .event.cmd.token = cpu_to_le16(token),
+            .event.cmd.status = status,
+            .event.cmd.out_param_lo = cpu_to_le32(out_param),
+            .event.cmd.out_param_hi = cpu_to_le32(out_param >> 32),
+        };
+        chpp_event_post(s, &eqe);
+    }
+}
+
+static void chpp_cmd_bh(void *opaque)
+{
+    chpp_cmd_execute(opaque);
+}
+
+static void chpp_cmd_kick(ChppHcaState *s)
+{
+    if (s->params.cmd_latency_ns) {
+        timer_mod(s->cmd_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  s->params.cmd_latency_ns);
+    } else {
+        qemu_bh_schedule(s->cmd_bh);
+    }
+}
+
+void chpp_hcr_write(ChppHcaState *s, unsigned dword, uint32_t val)
+{
+    uint32_t *ctrl = &s->hcr[CHPP_HCR_CTRL / 4];
+
+    if (*ctrl & CHPP_HCR_GO) {
+        if (dword == CHPP_HCR_CTRL / 4 && (val & CHPP_HCR_GO)) {
+            chpp_count(s, CHPP_CNT_CMD_REJECTED);
+        }
+        chpp_guest_error(s, "HCR dword %u written while a command runs",
+                         dword);
+        return;
+    }
+    if (dword != CHPP_HCR_CTRL / 4) {
+        s->hcr[dword] = val;
+        return;
+    }
+    if (!(val & CHPP_HCR_GO)) {
+        chpp_guest_error(s, "HCR control written without go: 0x%08x", val);
+        return;
+    }
+    /* The status byte is the device's; everything else is kept as written. */
+    *ctrl = val & ~CHPP_HCR_STATUS_MASK;
+    trace_chpp_hca_cmd_issue(chpp_cmd_name(val & CHPP_HCR_OPCODE_MASK),
+                             val & CHPP_HCR_OPCODE_MASK,
+                             s->hcr[CHPP_HCR_IN_MODIFIER / 4],
+                             !!(val & CHPP_HCR_E),
+                             s->hcr[CHPP_HCR_TOKEN / 4] >>
+                             CHPP_HCR_TOKEN_SHIFT);
+    chpp_cmd_kick(s);
+}
+
+void chpp_cmd_init(ChppHcaState *s)
+{
+    s->cmd_bh = qemu_bh_new_guarded(chpp_cmd_bh, s,
+                                    &DEVICE(s)->mem_reentrancy_guard);
+    s->cmd_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_cmd_bh, s);
+}
+
+void chpp_cmd_fini(ChppHcaState *s)
+{
+    qemu_bh_delete(s->cmd_bh);
+    timer_free(s->cmd_timer);
+}
+
+void chpp_cmd_reset(ChppHcaState *s)
+{
+    qemu_bh_cancel(s->cmd_bh);
+    timer_del(s->cmd_timer);
+    memset(s->hcr, 0, sizeof(s->hcr));
+}
+
+/* A command in flight at migration time completes on the destination. */
+void chpp_cmd_post_load(ChppHcaState *s)
+{
+    if ((s->hcr[CHPP_HCR_CTRL / 4] & CHPP_HCR_GO) &&
+        !timer_pending(s->cmd_timer)) {
+        qemu_bh_schedule(s->cmd_bh);
+    }
+}

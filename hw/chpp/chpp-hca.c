@@ -1,0 +1,311 @@
+/*
+ * chpp-hca: QOM/PCI glue of the cHPP host channel adapter model.
+ *
+ * Properties, realize/exit, PCI capabilities, reset and migration.  The
+ * register file, the command engine and the event queues live in their own
+ * files (see chpp-hca.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/cutils.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pcie.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "chpp-hca.h"
+#include "trace.h"
+
+#define CHPP_MAX_CMD_LATENCY_NS (10 * NANOSECONDS_PER_SECOND)
+
+void chpp_guest_error(ChppHcaState *s, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    chpp_count(s, CHPP_CNT_GUEST_ERRORS);
+    trace_chpp_hca_guest_error(msg);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
+                  object_get_canonical_path_component(OBJECT(s)) ?: "chpp-hca",
+                  msg);
+}
+
+/* Device state back to its reset values; PCI config space is untouched. */
+void chpp_hca_soft_reset(ChppHcaState *s)
+{
+    trace_chpp_hca_reset();
+    chpp_cmd_reset(s);
+    chpp_eq_reset(s);
+    chpp_port_reset(s);
+    s->hca_init = false;
+    s->scratch = 0;
+    memset(s->counters, 0, sizeof(s->counters));
+}
+
+static void chpp_hca_qdev_reset(DeviceState *dev)
+{
+    chpp_hca_soft_reset(CHPP_HCA(dev));
+}
+
+static bool chpp_check_range(const char *name, uint64_t val, uint64_t min,
+                             uint64_t max, Error **errp)
+{
+    if (val < min || val > max) {
+        error_setg(errp, "chpp-hca: %s=%" PRIu64 " is outside %" PRIu64
+                   "..%" PRIu64, name, val, min, max);
+        return false;
+    }
+    return true;
+}
+
+static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
+{
+    const ChppHcaParams *p = &s->params;
+
+    return chpp_check_range("num-qps", p->num_qps, 1, CHPP_MAX_QPS, errp) &&
+           chpp_check_range("num-cqs", p->num_cqs, 1, CHPP_MAX_CQS, errp) &&
+           chpp_check_range("num-eqs", p->num_eqs, 1, CHPP_MAX_EQS, errp) &&
+           chpp_check_range("num-mpts", p->num_mpts, 1, CHPP_MAX_MPTS,
+                            errp) &&
+           chpp_check_range("num-pds", p->num_pds, 1, CHPP_MAX_PDS, errp) &&
+           chpp_check_range("msix-vectors", p->msix_vectors, 1,
+                            CHPP_MAX_MSIX_VECTORS, errp) &&
+           chpp_check_range("uar-pages", p->uar_pages, 1, CHPP_MAX_UAR_PAGES,
+                            errp) &&
+           chpp_check_range("cmd-latency-ns", p->cmd_latency_ns, 0,
+                            CHPP_MAX_CMD_LATENCY_NS, errp);
+}
+
+static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
+{
+    int ret = pci_add_capability(pdev, PCI_CAP_ID_PM, CHPP_PCI_CAP_PM,
+                                 PCI_PM_SIZEOF, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    pci_set_word(pdev->config + CHPP_PCI_CAP_PM + PCI_PM_PMC,
+                 PCI_PM_CAP_VER_1_2);
+    pci_set_word(pdev->config + CHPP_PCI_CAP_PM + PCI_PM_CTRL,
+                 PCI_PM_CTRL_NO_SOFT_RESET);
+    pci_set_word(pdev->wmask + CHPP_PCI_CAP_PM + PCI_PM_CTRL,
+                 PCI_PM_CTRL_STATE_MASK);
+    return 0;
+}
+
+static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint64_t uar_size = pow2ceil((uint64_t)s->params.uar_pages *
+                                 CHPP_UAR_PAGE_SIZE);
+    unsigned i;
+
+    pci_config_set_vendor_id(pdev->config, s->params.vendor_id);
+    pci_config_set_device_id(pdev->config, s->params.device_id);
+    pci_config_set_class(pdev->config, CHPP_PCI_CLASS_CODE);
+    pci_config_set_revision(pdev->config, CHPP_PCI_REVISION);
+    pci_set_word(pdev->config + PCI_SUBSYSTEM_VENDOR_ID, s->params.vendor_id);
+    pci_set_word(pdev->config + PCI_SUBSYSTEM_ID, s->params.device_id);
+
+    memory_region_init(&s->bar0, OBJECT(s), "chpp-hca-bar0", CHPP_BAR0_SIZE);
+    memory_region_init_io(&s->regs, OBJECT(s), &chpp_hca_regs_ops, s,
+                          "chpp-hca-regs", CHPP_MSIX_TABLE_OFFSET);
+    memory_region_add_subregion(&s->bar0, 0, &s->regs);
+    pci_register_bar(pdev, CHPP_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
+
+    memory_region_init_io(&s->bar2, OBJECT(s), &chpp_hca_uar_ops, s,
+                          "chpp-hca-uar", uar_size);
+    pci_register_bar(pdev, CHPP_BAR_UAR, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->bar2);
+
+    if (chpp_add_pm_capability(pdev, errp) < 0) {
+        return false;
+    }
+    if (msix_init(pdev, s->params.msix_vectors,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_TABLE_OFFSET,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_PBA_OFFSET,
+                  CHPP_PCI_CAP_MSIX, errp) < 0) {
+        return false;
+    }
+    /* Every vector may carry an EQ, so all are in use for the device life. */
+    for (i = 0; i < s->params.msix_vectors; i++) {
+        msix_vector_use(pdev, i);
+    }
+    if (pcie_endpoint_cap_init(pdev, CHPP_PCI_CAP_EXP) < 0) {
+        error_setg(errp, "chpp-hca: cannot add the PCIe capability");
+        return false;
+    }
+    pcie_cap_flr_init(pdev);
+    return true;
+}
+
+static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
+{
+    ChppHcaState *s = CHPP_HCA(pdev);
+
+    if (!chpp_hca_check_params(s, errp)) {
+        return;
+    }
+    if (!chpp_hca_init_pci(s, errp)) {
+        if (msix_present(pdev)) {
+            msix_unuse_all_vectors(pdev);
+            msix_uninit(pdev, &s->bar0, &s->bar0);
+        }
+        return;
+    }
+    chpp_cmd_init(s);
+    chpp_hca_soft_reset(s);
+}
+
+static void chpp_hca_exit(PCIDevice *pdev)
+{
+    ChppHcaState *s = CHPP_HCA(pdev);
+
+    chpp_cmd_fini(s);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+}
+
+static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
+                                  uint32_t val, int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+}
+
+static int chpp_hca_post_load(void *opaque, int version_id)
+{
+    ChppHcaState *s = opaque;
+    unsigned i;
+
+    for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        if (s->port_state[i] != CHPP_PORT_DOWN &&
+            s->port_state[i] != CHPP_PORT_ACTIVE) {
+            return -EINVAL;
+        }
+    }
+    if (!chpp_eq_post_load(s)) {
+        return -EINVAL;
+    }
+    chpp_cmd_post_load(s);
+    return 0;
+}
+
+static const VMStateDescription vmstate_chpp_hca = {
+    .name = "chpp-hca",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = chpp_hca_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, ChppHcaState),
+        VMSTATE_MSIX(parent_obj, ChppHcaState),
+        VMSTATE_UINT32_ARRAY(hcr, ChppHcaState, CHPP_HCR_DWORDS),
+        VMSTATE_TIMER_PTR(cmd_timer, ChppHcaState),
+        VMSTATE_BOOL(hca_init, ChppHcaState),
+        VMSTATE_UINT8_ARRAY(port_state, ChppHcaState, CHPP_NUM_PORTS),
+        VMSTATE_UINT32(scratch, ChppHcaState),
+        VMSTATE_UINT32_ARRAY(counters, ChppHcaState, CHPP_CNT_NUM),
+        VMSTATE_STRUCT_ARRAY(eqs, ChppHcaState, CHPP_MAX_EQS, 1,
+                             vmstate_chpp_eq, ChppEq),
+        VMSTATE_UINT8_ARRAY(event_eq, ChppHcaState, CHPP_EVENT_NUM_TYPES),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static Property chpp_hca_props[] = {
+    DEFINE_PROP_UINT16("vendor-id", ChppHcaState, params.vendor_id,
+                       CHPP_PCI_VENDOR_ID),
+    DEFINE_PROP_UINT16("device-id", ChppHcaState, params.device_id,
+                       CHPP_PCI_DEVICE_ID_PF),
+    DEFINE_PROP_UINT16("vf-device-id", ChppHcaState, params.vf_device_id,
+                       CHPP_PCI_DEVICE_ID_VF),
+    DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
+    DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
+                       CHPP_DEFAULT_QPS),
+    DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
+                       CHPP_DEFAULT_CQS),
+    DEFINE_PROP_UINT32("num-eqs", ChppHcaState, params.num_eqs,
+                       CHPP_DEFAULT_EQS),
+    DEFINE_PROP_UINT32("num-mpts", ChppHcaState, params.num_mpts,
+                       CHPP_DEFAULT_MPTS),
+    DEFINE_PROP_UINT32("num-pds", ChppHcaState, params.num_pds,
+                       CHPP_DEFAULT_PDS),
+    DEFINE_PROP_UINT32("msix-vectors", ChppHcaState, params.msix_vectors,
+                       CHPP_DEFAULT_MSIX_VECTORS),
+    DEFINE_PROP_UINT32("uar-pages", ChppHcaState, params.uar_pages,
+                       CHPP_DEFAULT_UAR_PAGES),
+    DEFINE_PROP_UINT64("cmd-latency-ns", ChppHcaState, params.cmd_latency_ns,
+                       0),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static const struct {
+    const char *name;
+    const char *desc;
+} chpp_hca_prop_descs[] = {
+    { "vendor-id", "PCI vendor ID (placeholder until silicon IDs exist)" },
+    { "device-id", "PCI device ID of the physical function" },
+    { "vf-device-id", "PCI device ID of the virtual functions" },
+    { "node-id", "node id: SRC-CPU of outgoing packets, LID = node-id + 1" },
+    { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
+    { "num-cqs", "completion queues (1..4096)" },
+    { "num-eqs", "event queues (1..64)" },
+    { "num-mpts", "memory regions (1..65536)" },
+    { "num-pds", "protection domains (1..65536)" },
+    { "msix-vectors", "MSI-X vectors (1..64)" },
+    { "uar-pages", "4 KiB UAR pages in BAR2 (1..1024; BAR rounded to a "
+                   "power of two)" },
+    { "cmd-latency-ns", "virtual time each HCR command takes, 0 = next main "
+                        "loop iteration (max 10 s)" },
+};
+
+static void chpp_hca_class_init(ObjectClass *oc, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(oc);
+    PCIDeviceClass *pc = PCI_DEVICE_CLASS(oc);
+    unsigned i;
+
+    pc->realize = chpp_hca_realize;
+    pc->exit = chpp_hca_exit;
+    pc->config_write = chpp_hca_write_config;
+    pc->vendor_id = CHPP_PCI_VENDOR_ID;
+    pc->device_id = CHPP_PCI_DEVICE_ID_PF;
+    pc->class_id = CHPP_PCI_CLASS_CODE;
+    pc->revision = CHPP_PCI_REVISION;
+
+    dc->desc = "cHPP host channel adapter (RDMA NIC)";
+    dc->reset = chpp_hca_qdev_reset;
+    dc->vmsd = &vmstate_chpp_hca;
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    device_class_set_props(dc, chpp_hca_props);
+    for (i = 0; i < ARRAY_SIZE(chpp_hca_prop_descs); i++) {
+        object_class_property_set_description(oc, chpp_hca_prop_descs[i].name,
+                                              chpp_hca_prop_descs[i].desc);
+    }
+}
+
+static const TypeInfo chpp_hca_info = {
+    .name = TYPE_CHPP_HCA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(ChppHcaState),
+    .class_init = chpp_hca_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { }
+    },
+};
+
+static void chpp_hca_register_types(void)
+{
+    type_register_static(&chpp_hca_info);
+}
+
+type_init(chpp_hca_register_types)

@@ -1,0 +1,238 @@
+/*
+ * Helpers shared by the chpp-hca qtests.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "hw/pci/pci_regs.h"
+#include "chpp-hca-qtest.h"
+
+/* Upper bound on clock steps while waiting: a hung device fails the test. */
+#define CHPP_WAIT_STEPS     10000
+#define CHPP_WAIT_STEP_NS   100000
+
+#define CHPP_MSI_DATA(v)    (0xc0de0000u | (v))
+
+static ChppDev *chpp_boot(const char *props, const char *extra)
+{
+    ChppDev *d = g_new0(ChppDev, 1);
+
+    d->qs = qtest_pc_boot("-machine q35 -nodefaults "
+                          "-device chpp-hca,addr=04.0%s%s %s",
+                          props && *props ? "," : "", props ? props : "",
+                          extra ? extra : "");
+    d->qts = d->qs->qts;
+    d->pdev = qpci_device_find(d->qs->pcibus, CHPP_TEST_DEVFN);
+    g_assert(d->pdev);
+    d->toggle = true;
+    return d;
+}
+
+ChppDev *chpp_start(const char *props, const char *extra)
+{
+    ChppDev *d = chpp_boot(props, extra);
+
+    qpci_device_enable(d->pdev);
+    /* MSI-X lives in BAR0: let the MSI-X helper map it, then share it. */
+    qpci_msix_enable(d->pdev);
+    d->bar0 = d->pdev->msix_table_bar;
+    d->bar2 = qpci_iomap(d->pdev, CHPP_BAR_UAR, NULL);
+    d->mbox_in = guest_alloc(&d->qs->alloc, CHPP_MAILBOX_SIZE);
+    d->mbox_out = guest_alloc(&d->qs->alloc, CHPP_MAILBOX_SIZE);
+    d->msi_page = guest_alloc(&d->qs->alloc, 4096);
+    qtest_memset(d->qts, d->msi_page, 0, 4096);
+    return d;
+}
+
+ChppDev *chpp_start_incoming(const char *props, const char *uri)
+{
+    g_autofree char *extra = g_strdup_printf("-incoming %s", uri);
+
+    return chpp_boot(props, extra);
+}
+
+/* After migration the BARs, mailboxes and MSI-X routes are the source's. */
+void chpp_adopt_migrated(ChppDev *dst, const ChppDev *src)
+{
+    dst->pdev->msix_enabled = src->pdev->msix_enabled;
+    dst->pdev->msix_table_bar = src->pdev->msix_table_bar;
+    dst->pdev->msix_pba_bar = src->pdev->msix_pba_bar;
+    dst->pdev->msix_table_off = src->pdev->msix_table_off;
+    dst->pdev->msix_pba_off = src->pdev->msix_pba_off;
+    dst->bar0 = src->bar0;
+    dst->bar2 = src->bar2;
+    dst->mbox_in = src->mbox_in;
+    dst->mbox_out = src->mbox_out;
+    dst->msi_page = src->msi_page;
+    dst->toggle = src->toggle;
+}
+
+void chpp_stop(ChppDev *d)
+{
+    g_free(d->pdev);
+    qtest_shutdown(d->qs);
+    g_free(d);
+}
+
+uint32_t chpp_rd(ChppDev *d, uint32_t off)
+{
+    return qpci_io_readl(d->pdev, d->bar0, off);
+}
+
+void chpp_wr(ChppDev *d, uint32_t off, uint32_t val)
+{
+    qpci_io_writel(d->pdev, d->bar0, off, val);
+}
+
+uint32_t chpp_counter(ChppDev *d, enum chpp_counter c)
+{
+    return chpp_rd(d, CHPP_REG_CNT(c));
+}
+
+void chpp_cmd_post(ChppDev *d, uint16_t opcode, uint64_t in_param,
+                   uint32_t in_mod, uint64_t out_param, bool event,
+                   uint16_t token)
+{
+    uint32_t ctrl = CHPP_HCR_GO | opcode | (d->toggle ? CHPP_HCR_T : 0) |
+                    (event ? CHPP_HCR_E : 0);
+
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_IN_PARAM_H, in_param >> 32);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_IN_PARAM_L, in_param);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_IN_MODIFIER, in_mod);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_H, out_param >> 32);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_L, out_param);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_TOKEN,
+            (uint32_t)token << CHPP_HCR_TOKEN_SHIFT);
+    chpp_wr(d, CHPP_REG_HCR + CHPP_HCR_CTRL, ctrl);
+    d->toggle = !d->toggle;
+}
+
+uint8_t chpp_cmd_wait(ChppDev *d, uint64_t *out_param)
+{
+    uint32_t ctrl;
+    int i;
+
+    for (i = 0; i < CHPP_WAIT_STEPS; i++) {
+        ctrl = chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_CTRL);
+        if (!(ctrl & CHPP_HCR_GO)) {
+            if (out_param) {
+                *out_param =
+                    (uint64_t)chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_H)
+                    << 32 | chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_L);
+            }
+            return ctrl >> CHPP_HCR_STATUS_SHIFT;
+        }
+        qtest_clock_step(d->qts, CHPP_WAIT_STEP_NS);
+    }
+    g_assert_not_reached();
+}
+
+uint8_t chpp_cmd(ChppDev *d, uint16_t opcode, uint64_t in_param,
+                 uint32_t in_mod, uint64_t out_param)
+{
+    chpp_cmd_post(d, opcode, in_param, in_mod, out_param, false, 0);
+    return chpp_cmd_wait(d, NULL);
+}
+
+void chpp_init_hca(ChppDev *d)
+{
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_INIT_HCA, 0, CHPP_ABI_VERSION_MAJOR,
+                             0), ==, CHPP_STAT_OK);
+}
+
+uint64_t chpp_eq_alloc(ChppDev *d, uint32_t nent)
+{
+    size_t size = MAX((size_t)nent * CHPP_EQE_SIZE, 64);
+    uint64_t ring = guest_alloc(&d->qs->alloc, size);
+
+    qtest_memset(d->qts, ring, 0, size);
+    return ring;
+}
+
+uint8_t chpp_sw2hw_eq(ChppDev *d, uint32_t eqn, uint64_t base, uint32_t nent,
+                      uint16_t vector, uint8_t flags)
+{
+    struct chpp_eq_context ctx = {
+        .base_addr = cpu_to_le64(base),
+        .num_entries = cpu_to_le32(nent),
+        .msix_vector = cpu_to_le16(vector),
+        .flags = flags,
+    };
+
+    qtest_memwrite(d->qts, d->mbox_in, &ctx, sizeof(ctx));
+    return chpp_cmd(d, CHPP_CMD_SW2HW_EQ, d->mbox_in, eqn, 0);
+}
+
+uint64_t chpp_create_eq(ChppDev *d, uint32_t eqn, uint32_t nent,
+                        uint16_t vector, bool armed)
+{
+    uint64_t ring = chpp_eq_alloc(d, nent);
+
+    g_assert_cmphex(chpp_sw2hw_eq(d, eqn, ring, nent, vector,
+                                  armed ? CHPP_EQ_FLAG_ARMED : 0),
+                    ==, CHPP_STAT_OK);
+    return ring;
+}
+
+uint8_t chpp_map_eq(ChppDev *d, uint32_t eqn, uint64_t mask, bool unmap)
+{
+    return chpp_cmd(d, CHPP_CMD_MAP_EQ, mask,
+                    eqn | (unmap ? CHPP_MAP_EQ_UNMAP : 0), 0);
+}
+
+uint8_t chpp_query_eq(ChppDev *d, uint32_t eqn, struct chpp_eq_context *ctx)
+{
+    uint8_t status;
+
+    qtest_memset(d->qts, d->mbox_out, 0xa5, sizeof(*ctx));
+    status = chpp_cmd(d, CHPP_CMD_QUERY_EQ, 0, eqn, d->mbox_out);
+    qtest_memread(d->qts, d->mbox_out, ctx, sizeof(*ctx));
+    return status;
+}
+
+void chpp_read_eqe(ChppDev *d, uint64_t ring, uint32_t slot,
+                   struct chpp_eqe *eqe)
+{
+    qtest_memread(d->qts, ring + (uint64_t)slot * CHPP_EQE_SIZE, eqe,
+                  sizeof(*eqe));
+}
+
+void chpp_eq_db(ChppDev *d, uint32_t eqn, uint32_t ci, bool arm)
+{
+    chpp_wr(d, CHPP_REG_EQ_DB(eqn), ci | (arm ? CHPP_EQ_DB_ARM : 0));
+}
+
+void chpp_msix_route(ChppDev *d, uint16_t vector)
+{
+    uint64_t entry = d->pdev->msix_table_off + vector * PCI_MSIX_ENTRY_SIZE;
+    uint64_t addr = d->msi_page + vector * 4;
+
+    qpci_io_writel(d->pdev, d->bar0, entry + PCI_MSIX_ENTRY_LOWER_ADDR,
+                   addr);
+    qpci_io_writel(d->pdev, d->bar0, entry + PCI_MSIX_ENTRY_UPPER_ADDR,
+                   addr >> 32);
+    qpci_io_writel(d->pdev, d->bar0, entry + PCI_MSIX_ENTRY_DATA,
+                   CHPP_MSI_DATA(vector));
+    chpp_msix_mask(d, vector, false);
+}
+
+void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask)
+{
+    uint64_t entry = d->pdev->msix_table_off + vector * PCI_MSIX_ENTRY_SIZE;
+
+    qpci_io_writel(d->pdev, d->bar0, entry + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                   mask ? PCI_MSIX_ENTRY_CTRL_MASKBIT : 0);
+}
+
+bool chpp_msix_fired(ChppDev *d, uint16_t vector)
+{
+    uint64_t addr = d->msi_page + vector * 4;
+    uint32_t data = qtest_readl(d->qts, addr);
+
+    qtest_writel(d->qts, addr, 0);
+    if (data) {
+        g_assert_cmphex(data, ==, CHPP_MSI_DATA(vector));
+    }
+    return data != 0;
+}

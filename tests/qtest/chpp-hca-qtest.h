@@ -1,0 +1,70 @@
+/*
+ * Helpers shared by the chpp-hca qtests: boot a machine with the device,
+ * drive the HCR, build queues in guest memory and observe MSI-X.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef CHPP_HCA_QTEST_H
+#define CHPP_HCA_QTEST_H
+
+#include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/pci.h"
+#include "hw/chpp/chpp-hca-abi.h"
+
+/* Where the tests put the device: an integrated endpoint on q35's root. */
+#define CHPP_TEST_DEVFN     QPCI_DEVFN(4, 0)
+
+typedef struct ChppDev {
+    QOSState *qs;
+    QTestState *qts;
+    QPCIDevice *pdev;
+    QPCIBar bar0;
+    QPCIBar bar2;
+    uint64_t mbox_in;
+    uint64_t mbox_out;
+    uint64_t msi_page;      /* MSI-X messages land here: 4 bytes/vector */
+    bool toggle;            /* t bit of the next command */
+} ChppDev;
+
+/* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
+ChppDev *chpp_start(const char *props, const char *extra);
+/* Same, for an incoming migration from @uri; takes state from @src. */
+ChppDev *chpp_start_incoming(const char *props, const char *uri);
+void chpp_adopt_migrated(ChppDev *dst, const ChppDev *src);
+void chpp_stop(ChppDev *d);
+
+uint32_t chpp_rd(ChppDev *d, uint32_t off);
+void chpp_wr(ChppDev *d, uint32_t off, uint32_t val);
+uint32_t chpp_counter(ChppDev *d, enum chpp_counter c);
+
+/* HCR */
+void chpp_cmd_post(ChppDev *d, uint16_t opcode, uint64_t in_param,
+                   uint32_t in_mod, uint64_t out_param, bool event,
+                   uint16_t token);
+/* Wait (stepping the virtual clock) for go to clear; returns the status. */
+uint8_t chpp_cmd_wait(ChppDev *d, uint64_t *out_param);
+/* Post and wait, polling mode. */
+uint8_t chpp_cmd(ChppDev *d, uint16_t opcode, uint64_t in_param,
+                 uint32_t in_mod, uint64_t out_param);
+void chpp_init_hca(ChppDev *d);
+
+/* Event queues: the ring is allocated and zeroed here. */
+uint64_t chpp_eq_alloc(ChppDev *d, uint32_t nent);
+uint8_t chpp_sw2hw_eq(ChppDev *d, uint32_t eqn, uint64_t base, uint32_t nent,
+                      uint16_t vector, uint8_t flags);
+uint64_t chpp_create_eq(ChppDev *d, uint32_t eqn, uint32_t nent,
+                        uint16_t vector, bool armed);
+uint8_t chpp_map_eq(ChppDev *d, uint32_t eqn, uint64_t mask, bool unmap);
+uint8_t chpp_query_eq(ChppDev *d, uint32_t eqn, struct chpp_eq_context *ctx);
+void chpp_read_eqe(ChppDev *d, uint64_t ring, uint32_t slot,
+                   struct chpp_eqe *eqe);
+void chpp_eq_db(ChppDev *d, uint32_t eqn, uint32_t ci, bool arm);
+
+/* MSI-X: route @vector to guest memory so each message can be seen. */
+void chpp_msix_route(ChppDev *d, uint16_t vector);
+void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);
+/* True if @vector sent a message since the last call (and clears it). */
+bool chpp_msix_fired(ChppDev *d, uint16_t vector);
+
+#endif
