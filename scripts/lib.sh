@@ -1,0 +1,21 @@
+# shellcheck shell=bash
+# Common helpers, sourced by the scripts in this directory.
+# Finds the repository root from this file's location, so the scripts work
+# from any working directory and in any clone.
+
+CHPP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CHPP_BUILD="$CHPP_ROOT/build"
+# QEMU source as unpacked by `apt-get source qemu` (Debian 12: 1:7.2+dfsg-*)
+CHPP_QEMU_SRC="$CHPP_BUILD/src/qemu-7.2+dfsg"
+CHPP_QEMU_BUILD="$CHPP_BUILD/qemu"
+CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
+# PATH may hold a pyenv python; QEMU and meson must use Debian's.
+CHPP_PYTHON=/usr/bin/python3
+
+chpp_log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
+chpp_die() { chpp_log "ERROR: $*"; exit 1; }
+
+# Run a command as root: directly when already root, else through sudo.
+chpp_as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
