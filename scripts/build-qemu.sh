@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Join the chpp-hca sources to the QEMU 7.2 tree fetched by setup.sh, apply
+# the hooks, configure QEMU once into build/qemu/, link Debian's firmware and
+# build qemu-system-x86_64 plus the chpp-hca qtests.
+#
+#   scripts/build-qemu.sh [NINJA-ARGS...]
+#
+# Idempotent and cheap when nothing changed. After the first run, a device
+# source edit only needs `ninja -C build/qemu`; run this script again when
+# files are added to or removed from tests/qtest/ (it refreshes the links and
+# the qtest list) or after editing scripts/qemu-hooks.patch.
+# See docs/build.md for the layout and the exact hooks.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SRC="$CHPP_QEMU_SRC"
+BLD="$CHPP_QEMU_BUILD"
+HOOKS="$CHPP_ROOT/scripts/qemu-hooks.patch"
+# Copy of the hook patch as last applied to $SRC (lets us swap hook versions).
+HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
+
+# Keep in sync with docs/build.md.
+CONFIGURE_ARGS=(
+    --target-list=x86_64-softmmu
+    --without-default-features
+    --enable-slirp
+    --enable-fdt=system
+    --disable-docs
+    --meson=/usr/bin/meson
+    "--cc=ccache gcc"
+)
+
+[ -f "$SRC/VERSION" ] || chpp_die "no QEMU source in build/src/; run scripts/setup.sh first"
+
+# The device is present once hw/chpp/meson.build exists in the repository.
+have_device() { [ -f "$CHPP_ROOT/hw/chpp/meson.build" ]; }
+
+# --- (a) join the repository's files to the QEMU tree ------------------------
+# Symlink $1 (in the QEMU tree) to $2 (in the repository), relative.
+link() {
+    local dst="$SRC/$1" target="$CHPP_ROOT/$2"
+    if [ -L "$dst" ] && [ "$(readlink -f "$dst")" = "$(readlink -f "$target")" ]; then
+        return
+    fi
+    [ ! -e "$dst" ] || [ -L "$dst" ] || chpp_die "$dst exists and is not a symlink"
+    mkdir -p "$(dirname "$dst")"
+    ln -sfnr "$target" "$dst"
+}
+
+join_sources() {
+    local f list new
+    link hw/chpp hw/chpp
+    if [ -d "$CHPP_ROOT/include/hw/chpp" ]; then
+        link include/hw/chpp include/hw/chpp
+    fi
+    # tests/qtest/chpp-hca*: drop links whose file left the repo, link the rest.
+    for f in "$SRC"/tests/qtest/chpp-hca*; do
+        if [ -L "$f" ] && [ ! -e "$f" ]; then rm -f "$f"; fi
+    done
+    for f in "$CHPP_ROOT"/tests/qtest/chpp-hca*; do
+        [ -f "$f" ] || continue
+        link "tests/qtest/$(basename "$f")" "tests/qtest/$(basename "$f")"
+    done
+    # The qtest list read by the tests/qtest/meson.build hook: one name per
+    # repo file tests/qtest/chpp-hca*-test.c. Rewritten only when it changes,
+    # since any change makes meson reconfigure.
+    list="$SRC/tests/qtest/chpp-hca-qtests.list"
+    new=$(for f in "$CHPP_ROOT"/tests/qtest/chpp-hca*-test.c; do
+              if [ -f "$f" ]; then basename "$f" .c; fi
+          done | LC_ALL=C sort)
+    if [ ! -f "$list" ] || [ "$(cat "$list")" != "$new" ]; then
+        chpp_log "qtests: $(echo ${new:-(none)})"
+        printf '%s\n' "$new" >"$list"
+    fi
+}
+
+unjoin_sources() {
+    local f
+    for f in "$SRC/hw/chpp" "$SRC/include/hw/chpp" "$SRC"/tests/qtest/chpp-hca*; do
+        if [ -L "$f" ]; then rm -f "$f"; fi
+    done
+    rm -f "$SRC/tests/qtest/chpp-hca-qtests.list"
+}
+
+# --- (b) hooks -----------------------------------------------------------------
+hooks_applied() {  # exactly the repo's version of the patch is in the tree
+    [ -f "$HOOKS_APPLIED" ] && cmp -s "$HOOKS_APPLIED" "$HOOKS" &&
+        (cd "$SRC" && patch -p1 -R -s -f --dry-run <"$HOOKS" >/dev/null)
+}
+
+unapply_hooks() {
+    [ -f "$HOOKS_APPLIED" ] || return 0
+    chpp_log "removing previously applied hooks"
+    (cd "$SRC" && patch -p1 -R -s -f --no-backup-if-mismatch <"$HOOKS_APPLIED") ||
+        chpp_die "cannot remove old hooks; delete build/src/qemu-7.2+dfsg and rerun scripts/setup.sh"
+    rm -f "$HOOKS_APPLIED"
+}
+
+apply_hooks() {
+    hooks_applied && return 0
+    unapply_hooks
+    chpp_log "applying scripts/qemu-hooks.patch"
+    (cd "$SRC" && patch -p1 -N -s -f --dry-run <"$HOOKS" >/dev/null) ||
+        chpp_die "scripts/qemu-hooks.patch does not apply to build/src/qemu-7.2+dfsg"
+    (cd "$SRC" && patch -p1 -N -s -f --no-backup-if-mismatch <"$HOOKS")
+    cp "$HOOKS" "$HOOKS_APPLIED"
+}
+
+# --- (c) configure ---------------------------------------------------------------
+configure_qemu() {
+    local stamp="$BLD/chpp-configure.args" want
+    want=$(printf '%s\n' "${CONFIGURE_ARGS[@]}")
+    if [ -f "$BLD/build.ninja" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    chpp_log "configuring QEMU into build/qemu/"
+    mkdir -p "$BLD"
+    rm -f "$stamp"
+    # PYTHON: configure's python probe; PATH may start with a pyenv shim.
+    (cd "$BLD" && PATH=/usr/bin:$PATH PYTHON="$CHPP_PYTHON" \
+        "$SRC/configure" "${CONFIGURE_ARGS[@]}") >"$BLD/../qemu-configure.log" 2>&1 ||
+        { tail -40 "$BLD/../qemu-configure.log" >&2
+          chpp_die "QEMU configure failed (full log: build/qemu-configure.log)"; }
+    printf '%s\n' "$want" >"$stamp"
+}
+
+# --- (d) firmware ------------------------------------------------------------------
+# The dfsg source has no firmware blobs, and Debian's build skips pc-bios/.
+# QEMU run from the build tree looks in qemu-bundle/<datadir>, so point that
+# at Debian's packaged firmware. Later sources win (same order as Debian's
+# qemu-system-x86, whose /usr/share/qemu/bios.bin etc. link to these).
+link_firmware() {
+    local dir="$BLD/qemu-bundle/usr/local/share/qemu" src f
+    mkdir -p "$dir"
+    for src in /usr/lib/ipxe/qemu /usr/share/seabios /usr/share/qemu; do
+        for f in "$src"/*; do
+            [ -e "$f" ] || continue
+            [ "$(readlink "$dir/$(basename "$f")" 2>/dev/null)" = "$f" ] ||
+                ln -sfn "$f" "$dir/$(basename "$f")"
+        done
+    done
+    [ -e "$dir/bios-256k.bin" ] || chpp_die "firmware missing: $dir/bios-256k.bin (seabios not installed?)"
+}
+
+# --- (e) build -----------------------------------------------------------------------
+build() {
+    chpp_log "ninja -C build/qemu $*"
+    ninja -C "$BLD" "$@"
+}
+
+if have_device; then
+    join_sources
+    apply_hooks
+else
+    chpp_log "WARNING: hw/chpp/meson.build not found in the repository; building QEMU without chpp-hca"
+    unapply_hooks
+    unjoin_sources
+fi
+configure_qemu
+link_firmware
+build "$@"
