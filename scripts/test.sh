@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# THE test command: prepare the machine, build QEMU with chpp-hca, then run
+# every test of the project (meson.build: suites 'qtest' and 'e2e').
+#
+#   scripts/test.sh [meson test args...]   e.g. --suite e2e, chpp-hca-test, -v
+#
+# Exits non-zero on any failure, after printing the test log.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+"$CHPP_ROOT/scripts/setup.sh"
+"$CHPP_ROOT/scripts/build-qemu.sh"
+
+MESON=/usr/bin/meson
+BLD="$CHPP_BUILD/meson"
+if [ ! -f "$BLD/build.ninja" ]; then
+    chpp_log "meson setup build/meson"
+    if [ -d "$BLD" ]; then
+        "$MESON" setup --wipe "$BLD" "$CHPP_ROOT"
+    else
+        "$MESON" setup "$BLD" "$CHPP_ROOT"
+    fi
+fi
+
+chpp_log "meson test -C build/meson $*"
+if ! "$MESON" test -C "$BLD" "$@"; then
+    log="$BLD/meson-logs/testlog.txt"
+    if [ -f "$log" ]; then
+        chpp_log "---- $log ----"
+        cat "$log" >&2
+        chpp_log "---- end of $log ----"
+    fi
+    chpp_die "tests failed"
+fi
+chpp_log "all tests passed"
