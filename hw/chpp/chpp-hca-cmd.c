@@ -36,6 +36,26 @@ static const ChppCmdInfo chpp_cmds[] = {
     [CHPP_CMD_QUERY_EQ]      = { "QUERY_EQ", true },
     [CHPP_CMD_NOP]           = { "NOP", false },
     [CHPP_CMD_QUERY_PORT]    = { "QUERY_PORT", true },
+    [CHPP_CMD_SW2HW_MPT]     = { "SW2HW_MPT", true },
+    [CHPP_CMD_QUERY_MPT]     = { "QUERY_MPT", true },
+    [CHPP_CMD_HW2SW_MPT]     = { "HW2SW_MPT", true },
+    [CHPP_CMD_WRITE_MTT]     = { "WRITE_MTT", true },
+    [CHPP_CMD_SW2HW_CQ]      = { "SW2HW_CQ", true },
+    [CHPP_CMD_HW2SW_CQ]      = { "HW2SW_CQ", true },
+    [CHPP_CMD_QUERY_CQ]      = { "QUERY_CQ", true },
+    [CHPP_CMD_RESIZE_CQ]     = { "RESIZE_CQ", true },
+    [CHPP_CMD_RST2INIT_QP]   = { "RST2INIT_QP", true },
+    [CHPP_CMD_INIT2RTR_QP]   = { "INIT2RTR_QP", true },
+    [CHPP_CMD_RTR2RTS_QP]    = { "RTR2RTS_QP", true },
+    [CHPP_CMD_RTS2RTS_QP]    = { "RTS2RTS_QP", true },
+    [CHPP_CMD_SQERR2RTS_QP]  = { "SQERR2RTS_QP", true },
+    [CHPP_CMD_2ERR_QP]       = { "2ERR_QP", true },
+    [CHPP_CMD_RTS2SQD_QP]    = { "RTS2SQD_QP", true },
+    [CHPP_CMD_SQD2RTS_QP]    = { "SQD2RTS_QP", true },
+    [CHPP_CMD_2RST_QP]       = { "2RST_QP", true },
+    [CHPP_CMD_QUERY_QP]      = { "QUERY_QP", true },
+    [CHPP_CMD_INIT2INIT_QP]  = { "INIT2INIT_QP", true },
+    [CHPP_CMD_SQD2SQD_QP]    = { "SQD2SQD_QP", true },
 };
 
 static const ChppCmdInfo *chpp_cmd_info(uint16_t opcode)
@@ -84,15 +104,10 @@ static bool chpp_mailbox_check(ChppHcaState *s, uint64_t addr, size_t len,
 bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf, size_t len,
                        uint8_t *status)
 {
-    MemTxResult r;
-
     if (!chpp_mailbox_check(s, addr, len, status)) {
         return false;
     }
-    r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
-    trace_chpp_hca_dma_read(addr, len, r);
-    if (r != MEMTX_OK) {
-        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+    if (!chpp_dma_read(s, addr, buf, len)) {
         *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
                                 "mailbox read at 0x%" PRIx64 " failed", addr);
         return false;
@@ -103,15 +118,10 @@ bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf, size_t len,
 bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
                         size_t len, uint8_t *status)
 {
-    MemTxResult r;
-
     if (!chpp_mailbox_check(s, addr, len, status)) {
         return false;
     }
-    r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
-    trace_chpp_hca_dma_write(addr, len, r);
-    if (r != MEMTX_OK) {
-        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+    if (!chpp_dma_write(s, addr, buf, len)) {
         *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
                                 "mailbox write at 0x%" PRIx64 " failed", addr);
         return false;
@@ -230,6 +240,36 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return chpp_cmd_map_eq(s, in_mod, in_param);
     case CHPP_CMD_NOP:
         return CHPP_STAT_OK;
+    case CHPP_CMD_SW2HW_MPT:
+        return chpp_cmd_sw2hw_mpt(s, in_mod, in_param);
+    case CHPP_CMD_HW2SW_MPT:
+        return chpp_cmd_hw2sw_mpt(s, in_mod);
+    case CHPP_CMD_QUERY_MPT:
+        return chpp_cmd_query_mpt(s, in_mod, *out_param);
+    case CHPP_CMD_WRITE_MTT:
+        return chpp_cmd_write_mtt(s, in_mod, in_param);
+    case CHPP_CMD_SW2HW_CQ:
+        return chpp_cmd_sw2hw_cq(s, in_mod, in_param);
+    case CHPP_CMD_HW2SW_CQ:
+        return chpp_cmd_hw2sw_cq(s, in_mod);
+    case CHPP_CMD_QUERY_CQ:
+        return chpp_cmd_query_cq(s, in_mod, *out_param);
+    case CHPP_CMD_RESIZE_CQ:
+        return chpp_cmd_resize_cq(s, in_mod, in_param);
+    case CHPP_CMD_QUERY_QP:
+        return chpp_cmd_query_qp(s, in_mod, *out_param);
+    case CHPP_CMD_RST2INIT_QP:
+    case CHPP_CMD_INIT2RTR_QP:
+    case CHPP_CMD_RTR2RTS_QP:
+    case CHPP_CMD_RTS2RTS_QP:
+    case CHPP_CMD_SQERR2RTS_QP:
+    case CHPP_CMD_2ERR_QP:
+    case CHPP_CMD_RTS2SQD_QP:
+    case CHPP_CMD_SQD2RTS_QP:
+    case CHPP_CMD_2RST_QP:
+    case CHPP_CMD_INIT2INIT_QP:
+    case CHPP_CMD_SQD2SQD_QP:
+        return chpp_cmd_modify_qp(s, opcode, in_mod, in_param);
     default:
         g_assert_not_reached();
     }

@@ -65,13 +65,12 @@ static void chpp_eq_drop(ChppHcaState *s, unsigned eqn, uint8_t type)
 
 static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
     ChppEq *eq = &s->eqs[eqn];
     uint32_t used = (eq->pi - eq->ci) & CHPP_EQ_IDX_MASK;
     uint32_t slot = eq->pi & (eq->nent - 1);
     dma_addr_t addr = eq->base + (dma_addr_t)slot * CHPP_EQE_SIZE;
     bool phase = !((eq->pi >> ctz32(eq->nent)) & 1);
-    MemTxResult r;
+    bool ok;
 
     if (!eq->hw || eq->overrun || eq->error) {
         chpp_eq_drop(s, eqn, eqe->type);
@@ -96,16 +95,15 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
 
     /* Body first, then the owner word, so software never sees half. */
     eqe->owner = cpu_to_le32(phase ? CHPP_EQE_OWNER : 0);
-    r = pci_dma_write(pdev, addr, eqe, offsetof(struct chpp_eqe, owner));
-    if (r == MEMTX_OK) {
+    ok = chpp_dma_write(s, addr, eqe, offsetof(struct chpp_eqe, owner));
+    if (ok) {
         /* Order the body before the owner word for a concurrent vCPU. */
         smp_wmb();
-        r = pci_dma_write(pdev, addr + offsetof(struct chpp_eqe, owner),
-                          &eqe->owner, sizeof(eqe->owner));
+        ok = chpp_dma_write(s, addr + offsetof(struct chpp_eqe, owner),
+                            &eqe->owner, sizeof(eqe->owner));
     }
-    if (r != MEMTX_OK) {
+    if (!ok) {
         eq->error = true;
-        chpp_count(s, CHPP_CNT_DMA_ERRORS);
         chpp_eq_drop(s, eqn, eqe->type);
         chpp_guest_error(s, "EQ %u: EQE write at 0x%" PRIx64 " failed, "
                          "EQ stopped", eqn, addr);
@@ -137,6 +135,7 @@ static void chpp_doorbell_error(ChppHcaState *s, uint32_t offset,
         .type = CHPP_EVENT_DOORBELL_ERROR,
         .event.db_error.offset = cpu_to_le32(offset),
         .event.db_error.value = cpu_to_le32(val),
+        .event.db_error.uar = cpu_to_le32(CHPP_DB_ERR_UAR_NONE),
     };
 
     chpp_count(s, CHPP_CNT_DB_ERRORS);

@@ -2,7 +2,7 @@
  * chpp-hca: BAR0 register decode and BAR2 (UAR) pages.
  *
  * Handlers only latch values and schedule work; nothing here touches guest
- * memory on a successful path.
+ * memory on a successful path.  UAR doorbells are decoded by the engine.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -153,10 +153,8 @@ static void chpp_uar_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     trace_chpp_hca_uar_write(addr, val, size);
-    qemu_log_mask(LOG_UNIMP, "chpp-hca: UAR page %" HWADDR_PRIu
-                  " offset 0x%" HWADDR_PRIx ": doorbells not implemented\n",
-                  addr >> CHPP_UAR_PAGE_SHIFT,
-                  addr & (CHPP_UAR_PAGE_SIZE - 1));
+    chpp_uar_doorbell(opaque, addr >> CHPP_UAR_PAGE_SHIFT,
+                      addr & (CHPP_UAR_PAGE_SIZE - 1), val, size);
 }
 
 const MemoryRegionOps chpp_hca_uar_ops = {

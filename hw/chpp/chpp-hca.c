@@ -36,11 +36,41 @@ void chpp_guest_error(ChppHcaState *s, const char *fmt, ...)
                   msg);
 }
 
+/* Every device DMA goes through these, so failures are counted once. */
+bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len)
+{
+    MemTxResult r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
+
+    trace_chpp_hca_dma_read(addr, len, r);
+    if (r != MEMTX_OK) {
+        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+        return false;
+    }
+    return true;
+}
+
+bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
+                    dma_addr_t len)
+{
+    MemTxResult r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+
+    trace_chpp_hca_dma_write(addr, len, r);
+    if (r != MEMTX_OK) {
+        chpp_count(s, CHPP_CNT_DMA_ERRORS);
+        return false;
+    }
+    return true;
+}
+
 /* Device state back to its reset values; PCI config space is untouched. */
 void chpp_hca_soft_reset(ChppHcaState *s)
 {
     trace_chpp_hca_reset();
     chpp_cmd_reset(s);
+    chpp_engine_reset(s);
+    chpp_qp_reset(s);
+    chpp_cq_reset(s);
+    chpp_mr_reset(s);
     chpp_eq_reset(s);
     chpp_port_reset(s);
     s->hca_init = false;
@@ -78,7 +108,11 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
                             CHPP_MAX_MSIX_VECTORS, errp) &&
            chpp_check_range("uar-pages", p->uar_pages, 1, CHPP_MAX_UAR_PAGES,
                             errp) &&
+           chpp_check_range("num-mtts", p->num_mtts, 1, CHPP_MAX_MTTS,
+                            errp) &&
            chpp_check_range("cmd-latency-ns", p->cmd_latency_ns, 0,
+                            CHPP_MAX_CMD_LATENCY_NS, errp) &&
+           chpp_check_range("engine-delay-ns", p->engine_delay_ns, 0,
                             CHPP_MAX_CMD_LATENCY_NS, errp);
 }
 
@@ -161,7 +195,12 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
         }
         return;
     }
+    s->mpts = g_new0(ChppMpt, s->params.num_mpts);
+    s->mtt = g_new0(uint64_t, s->params.num_mtts);
+    s->cqs = g_new0(ChppCq, s->params.num_cqs);
+    s->qps = g_new0(ChppQp, s->params.num_qps);
     chpp_cmd_init(s);
+    chpp_engine_init(s);
     chpp_hca_soft_reset(s);
 }
 
@@ -169,7 +208,12 @@ static void chpp_hca_exit(PCIDevice *pdev)
 {
     ChppHcaState *s = CHPP_HCA(pdev);
 
+    chpp_engine_fini(s);
     chpp_cmd_fini(s);
+    g_free(s->qps);
+    g_free(s->cqs);
+    g_free(s->mtt);
+    g_free(s->mpts);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->bar0, &s->bar0);
 }
@@ -192,7 +236,8 @@ static int chpp_hca_post_load(void *opaque, int version_id)
             return -EINVAL;
         }
     }
-    if (!chpp_eq_post_load(s)) {
+    if (!chpp_eq_post_load(s) || !chpp_mr_post_load(s) ||
+        !chpp_cq_post_load(s) || !chpp_qp_post_load(s)) {
         return -EINVAL;
     }
     chpp_cmd_post_load(s);
@@ -216,6 +261,20 @@ static const VMStateDescription vmstate_chpp_hca = {
         VMSTATE_STRUCT_ARRAY(eqs, ChppHcaState, CHPP_MAX_EQS, 1,
                              vmstate_chpp_eq, ChppEq),
         VMSTATE_UINT8_ARRAY(event_eq, ChppHcaState, CHPP_EVENT_NUM_TYPES),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mpts, ChppHcaState,
+                                             params.num_mpts,
+                                             vmstate_chpp_mpt, ChppMpt),
+        VMSTATE_VARRAY_UINT32(mtt, ChppHcaState, params.num_mtts, 0,
+                              vmstate_info_uint64, uint64_t),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(cqs, ChppHcaState,
+                                             params.num_cqs,
+                                             vmstate_chpp_cq, ChppCq),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(qps, ChppHcaState,
+                                             params.num_qps,
+                                             vmstate_chpp_qp, ChppQp),
+        VMSTATE_UINT32_ARRAY(db_fifo, ChppHcaState, CHPP_DB_FIFO_DEPTH),
+        VMSTATE_UINT32(db_head, ChppHcaState),
+        VMSTATE_UINT32(db_count, ChppHcaState),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -242,8 +301,12 @@ static Property chpp_hca_props[] = {
                        CHPP_DEFAULT_MSIX_VECTORS),
     DEFINE_PROP_UINT32("uar-pages", ChppHcaState, params.uar_pages,
                        CHPP_DEFAULT_UAR_PAGES),
+    DEFINE_PROP_UINT32("num-mtts", ChppHcaState, params.num_mtts,
+                       CHPP_DEFAULT_MTTS),
     DEFINE_PROP_UINT64("cmd-latency-ns", ChppHcaState, params.cmd_latency_ns,
                        0),
+    DEFINE_PROP_UINT64("engine-delay-ns", ChppHcaState,
+                       params.engine_delay_ns, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -263,8 +326,11 @@ static const struct {
     { "msix-vectors", "MSI-X vectors (1..64)" },
     { "uar-pages", "4 KiB UAR pages in BAR2 (1..1024; BAR rounded to a "
                    "power of two)" },
+    { "num-mtts", "MTT entries, one per registered page (1..1048576)" },
     { "cmd-latency-ns", "virtual time each HCR command takes, 0 = next main "
                         "loop iteration (max 10 s)" },
+    { "engine-delay-ns", "virtual time before the engine serves its "
+                         "doorbell FIFO, 0 = next main loop iteration" },
 };
 
 static void chpp_hca_class_init(ObjectClass *oc, void *data)

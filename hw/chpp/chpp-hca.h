@@ -8,6 +8,8 @@
 
 #include "hw/pci/pci.h"
 #include "qom/object.h"
+#include "qemu/timer.h"
+#include "sysemu/dma.h"
 #include "hw/chpp/chpp-hca-abi.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
@@ -28,7 +30,9 @@ typedef struct ChppHcaParams {
     uint32_t num_pds;
     uint32_t msix_vectors;
     uint32_t uar_pages;
+    uint32_t num_mtts;
     uint64_t cmd_latency_ns;
+    uint64_t engine_delay_ns;
 } ChppHcaParams;
 
 typedef struct ChppEq {
@@ -43,6 +47,123 @@ typedef struct ChppEq {
     uint16_t vector;
     uint32_t dropped;
 } ChppEq;
+
+/* Memory region (MPT entry); the MTT is a separate table. */
+typedef struct ChppMpt {
+    bool hw;
+    uint32_t flags;             /* CHPP_MPT_* */
+    uint32_t key;
+    uint32_t pd;
+    uint8_t log_page_size;
+    uint64_t start;
+    uint64_t length;
+    uint32_t mtt_base;
+} ChppMpt;
+
+/* A ring in guest memory reached through MTT entries (CQs, SQs, RQs). */
+typedef struct ChppRing {
+    uint32_t mtt_base;
+    uint8_t log_page_size;
+} ChppRing;
+
+typedef struct ChppCq {
+    bool hw;
+    bool error;                 /* overrun or DMA error: stopped */
+    uint8_t arm;                /* 0, CHPP_CQ_DB_ARM_NEXT or _ARM_SOL */
+    ChppRing ring;
+    uint32_t nent;
+    uint32_t eqn;
+    uint32_t pi;                /* 24-bit free running */
+    uint32_t ci;
+    uint16_t uar;
+    uint32_t dropped;
+    uint32_t refs;              /* QPs bound to it; rebuilt on load */
+} ChppCq;
+
+/* A send WQE the requester started and has not completed yet. */
+#define CHPP_MAX_INFLIGHT 16
+
+typedef struct ChppSge {
+    uint32_t lkey;
+    uint32_t length;
+    uint64_t addr;
+} ChppSge;
+
+typedef struct ChppInflight {
+    uint64_t wr_id;
+    uint32_t wqe_idx;
+    uint32_t first_psn;
+    uint32_t last_psn;
+    uint32_t length;            /* bytes of the message */
+    uint32_t done;              /* GET: response bytes placed so far */
+    uint8_t opcode;             /* enum chpp_wqe_opcode */
+    uint8_t flags;              /* CHPP_WQE_* */
+    uint8_t num_sge;
+    ChppSge sge[CHPP_MAX_SGE];  /* GET/atomic results land here */
+} ChppInflight;
+
+/* Engine state of a QP: requester, responder, timers. */
+typedef struct ChppQpEngine {
+    /* requester */
+    uint32_t psn;               /* next PSN to send */
+    uint32_t sq_comp;           /* next send WQE to complete */
+    ChppInflight *inflight;     /* CHPP_MAX_INFLIGHT ring, NULL in RESET */
+    uint32_t infl_head;
+    uint32_t infl_count;
+    uint32_t rd_atomic;         /* GET/atomics in flight */
+    uint8_t retry_left;
+    uint8_t rnr_left;
+    bool wait_rnr;              /* RNR back-off timer running */
+    bool sqd_notify;            /* post SQ_DRAINED when drained */
+    QEMUTimer *timer;           /* retransmit / RNR timer */
+    /* responder */
+    uint32_t epsn;              /* next PSN expected */
+    bool recv_active;           /* a SEND is spreading over packets */
+    uint64_t recv_wr_id;
+    uint32_t recv_offset;
+    uint8_t recv_num_sge;
+    ChppSge recv_sge[CHPP_MAX_SGE];
+    bool comm_est;              /* COMM_EST posted */
+} ChppQpEngine;
+
+typedef struct ChppQp {
+    uint8_t state;              /* enum chpp_qp_state */
+    uint8_t type;               /* enum chpp_qp_type */
+    uint8_t port;
+    uint8_t path_mtu;
+    uint32_t pd;
+    uint32_t send_cqn;
+    uint32_t recv_cqn;
+    ChppRing sq;
+    ChppRing rq;
+    uint8_t log_sq_size;
+    uint8_t log_sq_stride;
+    uint8_t log_rq_size;
+    uint8_t log_rq_stride;
+    uint16_t uar;
+    uint32_t access_flags;
+    uint32_t qkey;
+    uint32_t dest_node;
+    uint32_t dest_qpn;
+    uint8_t dest_vf;
+    uint8_t dest_magic;
+    uint8_t magic;
+    uint8_t flags;              /* CHPP_QP_FLAG_* */
+    uint32_t sq_psn;            /* as set by the last modify (start PSN) */
+    uint32_t rq_psn;
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint16_t pkey_index;
+    uint32_t sq_pi;             /* from doorbells, 16 bits used */
+    uint32_t sq_ci;             /* next send WQE to start */
+    uint32_t rq_pi;
+    uint32_t rq_ci;             /* next receive WQE to use */
+    ChppQpEngine eng;
+} ChppQp;
 
 struct ChppHcaState {
     PCIDevice parent_obj;
@@ -65,6 +186,20 @@ struct ChppHcaState {
 
     ChppEq eqs[CHPP_MAX_EQS];
     uint8_t event_eq[CHPP_EVENT_NUM_TYPES];  /* EQ per event type */
+
+    /* Datapath resources, sized by the properties */
+    ChppMpt *mpts;              /* num_mpts */
+    uint64_t *mtt;              /* num_mtts entries */
+    ChppCq *cqs;                /* num_cqs */
+    ChppQp *qps;                /* num_qps */
+
+    /* Doorbell FIFO and engine */
+    uint32_t db_fifo[CHPP_DB_FIFO_DEPTH];     /* QPNs */
+    uint32_t db_head;
+    uint32_t db_count;
+    QEMUBH *engine_bh;
+    QEMUTimer *engine_timer;
+    GQueue *wire_rx[2];         /* loopback packets per virtual channel */
 };
 
 void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
@@ -77,6 +212,80 @@ static inline void chpp_count(ChppHcaState *s, enum chpp_counter c)
 
 /* chpp-hca.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
+bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len);
+bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
+                    dma_addr_t len);
+
+/*
+ * chpp-hca-mr.c: memory regions, the MTT and every data DMA.
+ * Nothing else in the device turns a guest-supplied address into a DMA.
+ */
+void chpp_mr_reset(ChppHcaState *s);
+bool chpp_mr_post_load(ChppHcaState *s);
+uint8_t chpp_cmd_sw2hw_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
+uint8_t chpp_cmd_hw2sw_mpt(ChppHcaState *s, uint32_t idx);
+uint8_t chpp_cmd_query_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
+uint8_t chpp_cmd_write_mtt(ChppHcaState *s, uint32_t count, uint64_t mailbox);
+/*
+ * Find the region of @key and check it covers [va, va + len) in @pd with
+ * the CHPP_MPT_* rights in @need.  On failure returns NULL and sets *verr
+ * (CHPP_VERR_BAD_LKEY, _LKEY_PD, _LKEY_RIGHTS or _LKEY_BOUNDS).
+ */
+const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
+                              uint64_t va, uint64_t len, uint32_t need,
+                              uint8_t *verr);
+/* Copy between @buf and a checked region; false on a DMA/MTT fault. */
+bool chpp_mr_rw(ChppHcaState *s, const ChppMpt *mr, uint64_t va, void *buf,
+                uint64_t len, DMADirection dir);
+/* Check a ring of @size bytes is mapped by valid MTT entries. */
+bool chpp_ring_check(ChppHcaState *s, const ChppRing *ring, uint64_t size);
+/* Copy @len bytes at @offset of a ring (never crossing its end). */
+bool chpp_ring_rw(ChppHcaState *s, const ChppRing *ring, uint64_t offset,
+                  void *buf, uint64_t len, DMADirection dir);
+
+/* chpp-hca-cq.c: completion queues. */
+void chpp_cq_reset(ChppHcaState *s);
+bool chpp_cq_post_load(ChppHcaState *s);
+uint8_t chpp_cmd_sw2hw_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
+uint8_t chpp_cmd_hw2sw_cq(ChppHcaState *s, uint32_t cqn);
+uint8_t chpp_cmd_query_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
+uint8_t chpp_cmd_resize_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
+/* Valid CQ in hardware ownership, or NULL. */
+ChppCq *chpp_cq_get(ChppHcaState *s, uint32_t cqn);
+/*
+ * Write @cqe (owner set here) to CQ @cqn, raise its completion event if
+ * armed (ARM_SOL: only for @solicited or error CQEs); overrun stops the CQ
+ * with a CQ_ERROR event.  Returns false if the CQE was lost.
+ */
+bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
+                  bool solicited);
+/* UAR CQ doorbell of page @uar. */
+void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
+
+/* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
+void chpp_qp_reset(ChppHcaState *s);
+bool chpp_qp_post_load(ChppHcaState *s);
+uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
+                           uint64_t mailbox);
+uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
+/* Move @qp to ERR or SQE on an error the engine found (async). */
+void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
+
+/*
+ * chpp-hca-engine.c: doorbell FIFO, requester, responder, completer.
+ * chpp-hca-qp.c calls chpp_engine_qp_transition() after every state change
+ * (commands and chpp_qp_set_error), with the state the QP left.
+ */
+void chpp_engine_init(ChppHcaState *s);
+void chpp_engine_fini(ChppHcaState *s);
+void chpp_engine_reset(ChppHcaState *s);
+void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
+                               uint8_t old_state);
+void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                       uint64_t val, unsigned size);
+/* Report a malformed UAR doorbell (DOORBELL_ERROR event, counters). */
+void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                             uint64_t val, const char *why);
 
 /* chpp-hca-regs.c */
 extern const MemoryRegionOps chpp_hca_regs_ops;
@@ -113,5 +322,8 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_eq;
+extern const VMStateDescription vmstate_chpp_mpt;
+extern const VMStateDescription vmstate_chpp_cq;
+extern const VMStateDescription vmstate_chpp_qp;
 
 #endif /* HW_CHPP_HCA_H */

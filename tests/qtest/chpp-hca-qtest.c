@@ -203,6 +203,145 @@ void chpp_eq_db(ChppDev *d, uint32_t eqn, uint32_t ci, bool arm)
     chpp_wr(d, CHPP_REG_EQ_DB(eqn), ci | (arm ? CHPP_EQ_DB_ARM : 0));
 }
 
+void chpp_write_mtt(ChppDev *d, uint32_t first, const uint64_t *entries,
+                    uint32_t n)
+{
+    uint32_t done = 0;
+
+    while (done < n) {
+        uint32_t chunk = MIN(n - done, CHPP_MTT_PER_MAILBOX);
+        uint64_t hdr[2] = { cpu_to_le64(first + done), 0 };
+        g_autofree uint64_t *le = g_new(uint64_t, chunk);
+        uint32_t i;
+
+        for (i = 0; i < chunk; i++) {
+            le[i] = cpu_to_le64(entries[done + i]);
+        }
+        qtest_memwrite(d->qts, d->mbox_in, hdr, sizeof(hdr));
+        qtest_memwrite(d->qts, d->mbox_in + sizeof(hdr), le, chunk * 8);
+        g_assert_cmphex(chpp_cmd(d, CHPP_CMD_WRITE_MTT, d->mbox_in, chunk, 0),
+                        ==, CHPP_STAT_OK);
+        done += chunk;
+    }
+}
+
+uint32_t chpp_map_pages(ChppDev *d, uint64_t addr, uint64_t len)
+{
+    uint64_t first = addr & ~0xfffull;
+    uint32_t n = (((addr + len + 0xfff) & ~0xfffull) - first) >> 12;
+    g_autofree uint64_t *e = g_new(uint64_t, MAX(n, 1));
+    uint32_t base = d->next_mtt, i;
+
+    for (i = 0; i < n; i++) {
+        e[i] = (first + ((uint64_t)i << 12)) | CHPP_MTT_VALID;
+    }
+    chpp_write_mtt(d, base, e, n);
+    d->next_mtt += n;
+    return base;
+}
+
+uint8_t chpp_sw2hw_mpt(ChppDev *d, uint32_t idx,
+                       const struct chpp_mpt_context *ctx)
+{
+    qtest_memwrite(d->qts, d->mbox_in, ctx, sizeof(*ctx));
+    return chpp_cmd(d, CHPP_CMD_SW2HW_MPT, d->mbox_in, idx, 0);
+}
+
+uint32_t chpp_create_mr(ChppDev *d, uint32_t idx, uint32_t pd, uint64_t addr,
+                        uint64_t len, uint32_t flags)
+{
+    uint32_t key = idx << CHPP_KEY_INDEX_SHIFT | (0x5a + idx) % 256;
+    struct chpp_mpt_context ctx = {
+        .flags = cpu_to_le32(flags),
+        .key = cpu_to_le32(key),
+        .pd = cpu_to_le32(pd),
+        .log_page_size = 12,
+        .start = cpu_to_le64(addr),
+        .length = cpu_to_le64(len),
+        .mtt_base = cpu_to_le32(chpp_map_pages(d, addr, len)),
+    };
+
+    g_assert_cmphex(chpp_sw2hw_mpt(d, idx, &ctx), ==, CHPP_STAT_OK);
+    return key;
+}
+
+uint8_t chpp_sw2hw_cq(ChppDev *d, uint32_t cqn,
+                      const struct chpp_cq_context *ctx)
+{
+    qtest_memwrite(d->qts, d->mbox_in, ctx, sizeof(*ctx));
+    return chpp_cmd(d, CHPP_CMD_SW2HW_CQ, d->mbox_in, cqn, 0);
+}
+
+uint64_t chpp_create_cq(ChppDev *d, uint32_t cqn, uint32_t nent, uint32_t eqn,
+                        uint16_t uar)
+{
+    uint64_t size = MAX((uint64_t)nent * CHPP_CQE_SIZE, 4096);
+    uint64_t ring = guest_alloc(&d->qs->alloc, size);
+    struct chpp_cq_context ctx = {
+        .log_page_size = 12,
+        .num_entries = cpu_to_le32(nent),
+        .eqn = cpu_to_le32(eqn),
+        .uar = cpu_to_le16(uar),
+    };
+
+    qtest_memset(d->qts, ring, 0, size);
+    ctx.mtt_base = cpu_to_le32(chpp_map_pages(d, ring, size));
+    g_assert_cmphex(chpp_sw2hw_cq(d, cqn, &ctx), ==, CHPP_STAT_OK);
+    return ring;
+}
+
+void chpp_read_cqe(ChppDev *d, uint64_t ring, uint32_t slot,
+                   struct chpp_cqe *cqe)
+{
+    qtest_memread(d->qts, ring + (uint64_t)slot * CHPP_CQE_SIZE, cqe,
+                  sizeof(*cqe));
+}
+
+void chpp_cq_db(ChppDev *d, uint16_t uar, uint32_t cqn, uint32_t cmd,
+                uint32_t ci)
+{
+    qpci_io_writeq(d->pdev, d->bar2,
+                   (uint64_t)uar * CHPP_UAR_PAGE_SIZE + CHPP_UAR_CQ_DB,
+                   (uint64_t)(ci & CHPP_CQ_DB_CI_MASK) << CHPP_CQ_DB_CI_SHIFT |
+                   cmd << CHPP_CQ_DB_CMD_SHIFT | cqn);
+}
+
+void chpp_sq_db(ChppDev *d, uint16_t uar, uint32_t qpn, uint32_t pi)
+{
+    qpci_io_writel(d->pdev, d->bar2,
+                   (uint64_t)uar * CHPP_UAR_PAGE_SIZE + CHPP_UAR_SQ_DB,
+                   qpn << CHPP_UAR_DB_QPN_SHIFT | (pi & CHPP_UAR_DB_PI_MASK));
+}
+
+void chpp_rq_db(ChppDev *d, uint16_t uar, uint32_t qpn, uint32_t pi)
+{
+    qpci_io_writel(d->pdev, d->bar2,
+                   (uint64_t)uar * CHPP_UAR_PAGE_SIZE + CHPP_UAR_RQ_DB,
+                   qpn << CHPP_UAR_DB_QPN_SHIFT | (pi & CHPP_UAR_DB_PI_MASK));
+}
+
+uint8_t chpp_modify_qp(ChppDev *d, uint16_t opcode, uint32_t qpn,
+                       uint32_t mask, const struct chpp_qp_context *ctx)
+{
+    struct chpp_qp_modify m = {
+        .attr_mask = cpu_to_le32(mask),
+        .ctx = *ctx,
+    };
+
+    qtest_memwrite(d->qts, d->mbox_in, &m, sizeof(m));
+    return chpp_cmd(d, opcode, d->mbox_in, qpn, 0);
+}
+
+uint8_t chpp_query_qp(ChppDev *d, uint32_t qpn, struct chpp_qp_context *ctx)
+{
+    uint8_t status;
+
+    qtest_memset(d->qts, d->mbox_out, 0xa5, sizeof(*ctx));
+    status = chpp_cmd(d, CHPP_CMD_QUERY_QP, 0, qpn, d->mbox_out);
+    qtest_memread(d->qts, d->mbox_out, ctx, sizeof(*ctx));
+    return status;
+}
+
 void chpp_msix_route(ChppDev *d, uint16_t vector)
 {
     uint64_t entry = d->pdev->msix_table_off + vector * PCI_MSIX_ENTRY_SIZE;

@@ -25,6 +25,7 @@ typedef struct ChppDev {
     uint64_t mbox_out;
     uint64_t msi_page;      /* MSI-X messages land here: 4 bytes/vector */
     bool toggle;            /* t bit of the next command */
+    uint32_t next_mtt;      /* bump allocator of MTT entries */
 } ChppDev;
 
 /* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
@@ -60,6 +61,34 @@ uint8_t chpp_query_eq(ChppDev *d, uint32_t eqn, struct chpp_eq_context *ctx);
 void chpp_read_eqe(ChppDev *d, uint64_t ring, uint32_t slot,
                    struct chpp_eqe *eqe);
 void chpp_eq_db(ChppDev *d, uint32_t eqn, uint32_t ci, bool arm);
+
+/* Memory regions: MTT entries for a contiguous buffer of 4 KiB pages. */
+uint32_t chpp_map_pages(ChppDev *d, uint64_t addr, uint64_t len);
+void chpp_write_mtt(ChppDev *d, uint32_t first, const uint64_t *entries,
+                    uint32_t n);
+uint8_t chpp_sw2hw_mpt(ChppDev *d, uint32_t idx,
+                       const struct chpp_mpt_context *ctx);
+/* Register [addr, addr + len) as MR @idx (4 KiB pages); returns the key. */
+uint32_t chpp_create_mr(ChppDev *d, uint32_t idx, uint32_t pd, uint64_t addr,
+                        uint64_t len, uint32_t flags);
+
+/* Completion queues: ring allocated, zeroed and mapped here. */
+uint8_t chpp_sw2hw_cq(ChppDev *d, uint32_t cqn,
+                      const struct chpp_cq_context *ctx);
+uint64_t chpp_create_cq(ChppDev *d, uint32_t cqn, uint32_t nent, uint32_t eqn,
+                        uint16_t uar);
+void chpp_read_cqe(ChppDev *d, uint64_t ring, uint32_t slot,
+                   struct chpp_cqe *cqe);
+/* UAR doorbells. */
+void chpp_cq_db(ChppDev *d, uint16_t uar, uint32_t cqn, uint32_t cmd,
+                uint32_t ci);
+void chpp_sq_db(ChppDev *d, uint16_t uar, uint32_t qpn, uint32_t pi);
+void chpp_rq_db(ChppDev *d, uint16_t uar, uint32_t qpn, uint32_t pi);
+
+/* Queue pairs. */
+uint8_t chpp_modify_qp(ChppDev *d, uint16_t opcode, uint32_t qpn,
+                       uint32_t mask, const struct chpp_qp_context *ctx);
+uint8_t chpp_query_qp(ChppDev *d, uint32_t qpn, struct chpp_qp_context *ctx);
 
 /* MSI-X: route @vector to guest memory so each message can be seen. */
 void chpp_msix_route(ChppDev *d, uint16_t vector);

@@ -20,11 +20,6 @@
     ((1ull << CHPP_EVENT_PORT_CHANGE) | (1ull << CHPP_EVENT_EQ_OVERFLOW) | \
      (1ull << CHPP_EVENT_DOORBELL_ERROR))
 
-static uint8_t hcr_status(ChppDev *d)
-{
-    return chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_CTRL) >> CHPP_HCR_STATUS_SHIFT;
-}
-
 /* A command that fails is also a logged guest error. */
 static void assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
                              uint64_t in, uint32_t mod, uint64_t out)
@@ -149,7 +144,7 @@ static void test_properties_described(void)
     static const char *const props[] = {
         "vendor-id", "device-id", "vf-device-id", "node-id", "num-qps",
         "num-cqs", "num-eqs", "num-mpts", "num-pds", "msix-vectors",
-        "uar-pages", "cmd-latency-ns",
+        "uar-pages", "num-mtts", "cmd-latency-ns", "engine-delay-ns",
     };
     QTestState *qts = qtest_init("-machine none");
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device-list-properties', "
@@ -194,7 +189,7 @@ static void test_properties_help(void)
     int status;
 
     run_qemu("-device chpp-hca,help", &status, &out, &err);
-    g_assert(g_spawn_check_wait_status(status, NULL));
+    g_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     g_assert(strstr(out, "node-id=<uint16>"));
     g_assert(strstr(out, "SRC-CPU of outgoing packets"));
     g_assert(strstr(out, "cmd-latency-ns=<uint64>"));
@@ -205,7 +200,8 @@ static void test_properties_invalid(void)
     static const char *const bad[] = {
         "num-eqs=0", "num-eqs=65", "msix-vectors=0", "msix-vectors=65",
         "uar-pages=0", "uar-pages=1025", "num-qps=0", "num-qps=4097",
-        "cmd-latency-ns=20000000000",
+        "cmd-latency-ns=20000000000", "num-mtts=0", "num-mtts=1048577",
+        "engine-delay-ns=20000000000",
     };
     unsigned i;
 
@@ -218,7 +214,7 @@ static void test_properties_invalid(void)
         int status;
 
         run_qemu(args, &status, &out, &err);
-        g_assert_false(g_spawn_check_wait_status(status, NULL));
+        g_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
         g_assert(strstr(err, name));
     }
 }

@@ -24,7 +24,7 @@
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      0
+#define CHPP_ABI_VERSION_MINOR      1
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -129,6 +129,16 @@ enum chpp_counter {
     CHPP_CNT_IRQS_MASKED,       /* interrupts not sent: MSI-X disabled */
     CHPP_CNT_DB_ERRORS,         /* malformed doorbells */
     CHPP_CNT_DMA_ERRORS,        /* DMA accesses that failed */
+    CHPP_CNT_DB_FIFO_OVERFLOW,  /* SQ doorbells lost: FIFO full */
+    CHPP_CNT_CQES,              /* CQEs written */
+    CHPP_CNT_CQES_DROPPED,      /* CQEs lost: CQ overrun or stopped */
+    CHPP_CNT_WQES,              /* send WQEs started */
+    CHPP_CNT_PKTS_TX,           /* packets sent (loopback included) */
+    CHPP_CNT_PKTS_RX,           /* packets received */
+    CHPP_CNT_PKTS_DROPPED,      /* received packets dropped, any reason */
+    CHPP_CNT_MAGIC_DROPS,       /* ... of which: QP Magic mismatch */
+    CHPP_CNT_RETRANSMITS,       /* requests sent again (timeout, NAK) */
+    CHPP_CNT_RNR_NAKS,          /* RNR NAKs received */
     CHPP_CNT_NUM
 };
 
@@ -160,6 +170,26 @@ enum chpp_opcode {
     CHPP_CMD_SW2HW_EQ       = 0x013,
     CHPP_CMD_HW2SW_EQ       = 0x014,
     CHPP_CMD_QUERY_EQ       = 0x015,
+    CHPP_CMD_SW2HW_MPT      = 0x00d,
+    CHPP_CMD_QUERY_MPT      = 0x00e,
+    CHPP_CMD_HW2SW_MPT      = 0x00f,
+    CHPP_CMD_WRITE_MTT      = 0x011,
+    CHPP_CMD_SW2HW_CQ       = 0x016,
+    CHPP_CMD_HW2SW_CQ       = 0x017,
+    CHPP_CMD_QUERY_CQ       = 0x018,
+    CHPP_CMD_RESIZE_CQ      = 0x02c,
+    CHPP_CMD_RST2INIT_QP    = 0x019,
+    CHPP_CMD_INIT2RTR_QP    = 0x01a,
+    CHPP_CMD_RTR2RTS_QP     = 0x01b,
+    CHPP_CMD_RTS2RTS_QP     = 0x01c,
+    CHPP_CMD_SQERR2RTS_QP   = 0x01d,
+    CHPP_CMD_2ERR_QP        = 0x01e,
+    CHPP_CMD_RTS2SQD_QP     = 0x01f,
+    CHPP_CMD_SQD2RTS_QP     = 0x020,
+    CHPP_CMD_2RST_QP        = 0x021,
+    CHPP_CMD_QUERY_QP       = 0x022,
+    CHPP_CMD_INIT2INIT_QP   = 0x02d,
+    CHPP_CMD_SQD2SQD_QP     = 0x038,
     CHPP_CMD_NOP            = 0x031,
     CHPP_CMD_QUERY_PORT     = 0x043,
 };
@@ -363,10 +393,28 @@ struct chpp_eqe_eq_overflow {
     uint32_t reserved[5];
 };
 
+/* DOORBELL_ERROR subtypes. */
+#define CHPP_DB_ERR_BAD_VALUE       0   /* malformed or not allowed */
+#define CHPP_DB_ERR_FIFO_OVERFLOW   1   /* the doorbell FIFO was full */
+#define CHPP_DB_ERR_UAR_NONE        0xffffffffu /* doorbell was in BAR0 */
+
 struct chpp_eqe_doorbell_error {
-    uint32_t offset;            /* BAR offset of the bad doorbell */
-    uint32_t value;             /* the value written */
-    uint32_t reserved[4];
+    uint32_t offset;            /* offset of the doorbell (BAR0 or UAR) */
+    uint32_t value;             /* the value written (low 32 bits) */
+    uint32_t uar;               /* UAR page, or 0xffffffff for BAR0 */
+    uint32_t reserved[3];
+};
+
+/* COMP and CQ_ERROR events. */
+struct chpp_eqe_cq {
+    uint32_t cqn;
+    uint32_t reserved[5];
+};
+
+/* QP affiliated events (COMM_EST, SQ_DRAINED, WQ_*, LAST_WQE_REACHED). */
+struct chpp_eqe_qp {
+    uint32_t qpn;
+    uint32_t reserved[5];
 };
 
 struct chpp_eqe {
@@ -378,6 +426,8 @@ struct chpp_eqe {
         struct chpp_eqe_port port;
         struct chpp_eqe_eq_overflow eq_overflow;
         struct chpp_eqe_doorbell_error db_error;
+        struct chpp_eqe_cq cq;
+        struct chpp_eqe_qp qp;
         uint32_t raw[6];
     } event;
     uint32_t owner;             /* bit 31: CHPP_EQE_OWNER */
@@ -399,5 +449,383 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_eqe, CHPP_EQE_SIZE);
 #define CHPP_MAX_PDS                65536
 #define CHPP_DEFAULT_MSIX_VECTORS   8
 #define CHPP_DEFAULT_UAR_PAGES      16
+#define CHPP_DEFAULT_MTTS           16384
+#define CHPP_MAX_MTTS               (1u << 20)
+
+/*
+ * Memory regions: MPT entries and the MTT (page translation table).
+ *
+ * PD numbers are chosen by the driver (0 .. num-pds - 1); the device only
+ * checks that a region and the QP using it name the same PD.
+ * A key is (MPT index << 8) | tag: the index selects the entry, the whole
+ * key must match the key the entry was created with.
+ */
+#define CHPP_KEY_INDEX_SHIFT        8
+#define CHPP_KEY_TAG_MASK           0xffu
+
+#define CHPP_MPT_LOCAL_WRITE        (1u << 0)
+#define CHPP_MPT_REMOTE_READ        (1u << 1)
+#define CHPP_MPT_REMOTE_WRITE       (1u << 2)
+#define CHPP_MPT_REMOTE_ATOMIC      (1u << 3)
+#define CHPP_MPT_PHYS               (1u << 8)   /* no MTT: iova = DMA addr */
+#define CHPP_MPT_FLAGS_MASK         0x10fu
+
+#define CHPP_MIN_PAGE_SHIFT         12
+#define CHPP_MAX_PAGE_SHIFT         30
+
+enum chpp_res_state {
+    CHPP_RES_SW = 0,            /* not in hardware ownership */
+    CHPP_RES_HW = 1,            /* valid */
+    CHPP_RES_ERROR = 2,         /* CQ: overrun or DMA error, stopped */
+};
+
+/* SW2HW_MPT: in_modifier = MPT index, in_param = mailbox; QUERY_MPT out. */
+struct chpp_mpt_context {
+    uint32_t flags;             /* CHPP_MPT_* */
+    uint32_t key;
+    uint32_t pd;
+    uint8_t  log_page_size;     /* 12..30; ignored with CHPP_MPT_PHYS */
+    uint8_t  state;             /* QUERY_MPT: enum chpp_res_state */
+    uint16_t reserved0;
+    uint64_t start;             /* I/O virtual address of byte 0 */
+    uint64_t length;
+    uint32_t mtt_base;          /* MTT entry of the page holding 'start' */
+    uint32_t reserved1[7];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_mpt_context, 64);
+
+/*
+ * WRITE_MTT: in_param = mailbox, in_modifier = number of entries (1..
+ * CHPP_MTT_PER_MAILBOX).  Entry = DMA address of a page | CHPP_MTT_VALID.
+ */
+#define CHPP_MTT_VALID              1ull
+#define CHPP_MTT_ADDR_MASK          (~0xfffull)
+#define CHPP_MTT_PER_MAILBOX        ((CHPP_MAILBOX_SIZE - 16) / 8)
+struct chpp_write_mtt {
+    uint64_t first_index;
+    uint64_t reserved;
+    uint64_t entries[CHPP_MTT_PER_MAILBOX];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_write_mtt, CHPP_MAILBOX_SIZE);
+
+/*
+ * Completion queues.  The ring is num_entries CQEs of 32 bytes, mapped by
+ * MTT entries mtt_base.. (pages of 2^log_page_size bytes, the ring starts at
+ * offset 0 of the first page).  Owner bit rule as for EQs.
+ */
+#define CHPP_MAX_CQ_ENTRIES         65536
+#define CHPP_CQ_MIN_ENTRIES         2
+
+struct chpp_cq_context {
+    uint32_t mtt_base;
+    uint8_t  log_page_size;
+    uint8_t  state;             /* QUERY_CQ: enum chpp_res_state */
+    uint8_t  arm;               /* QUERY_CQ: 0, CHPP_CQ_DB_ARM_NEXT/_SOL */
+    uint8_t  reserved0;
+    uint32_t num_entries;       /* power of two */
+    uint32_t eqn;               /* EQ of its completion events */
+    uint32_t producer_index;    /* QUERY_CQ */
+    uint32_t consumer_index;    /* QUERY_CQ */
+    uint16_t uar;               /* UAR page allowed to ring its doorbell */
+    uint16_t reserved1;
+    uint32_t dropped;           /* QUERY_CQ: CQEs lost after an overrun */
+    uint32_t reserved2[8];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_cq_context, 64);
+
+/* CQE: 32 bytes, owner in bit 7 of byte 31. */
+#define CHPP_CQE_SIZE               32
+#define CHPP_CQE_OWNER              0x80u
+
+enum chpp_cqe_opcode {          /* values of enum ib_wc_opcode */
+    CHPP_CQE_OP_SEND            = 0,
+    CHPP_CQE_OP_RDMA_WRITE      = 1,
+    CHPP_CQE_OP_RDMA_READ       = 2,
+    CHPP_CQE_OP_COMP_SWAP       = 3,
+    CHPP_CQE_OP_FETCH_ADD       = 4,
+    CHPP_CQE_OP_RECV            = 128,
+    CHPP_CQE_OP_RECV_RDMA_IMM   = 129,
+};
+
+enum chpp_wc_status {           /* values of enum ib_wc_status */
+    CHPP_WC_SUCCESS             = 0,
+    CHPP_WC_LOC_LEN_ERR         = 1,
+    CHPP_WC_LOC_QP_OP_ERR       = 2,
+    CHPP_WC_LOC_PROT_ERR        = 4,
+    CHPP_WC_WR_FLUSH_ERR        = 5,
+    CHPP_WC_MW_BIND_ERR         = 6,
+    CHPP_WC_BAD_RESP_ERR        = 7,
+    CHPP_WC_LOC_ACCESS_ERR      = 8,
+    CHPP_WC_REM_INV_REQ_ERR     = 9,
+    CHPP_WC_REM_ACCESS_ERR      = 10,
+    CHPP_WC_REM_OP_ERR          = 11,
+    CHPP_WC_RETRY_EXC_ERR       = 12,
+    CHPP_WC_RNR_RETRY_EXC_ERR   = 13,
+    CHPP_WC_GENERAL_ERR         = 21,
+};
+
+#define CHPP_CQE_FLAG_IMM           (1u << 0)   /* imm is valid */
+#define CHPP_CQE_FLAG_SEND          (1u << 1)   /* send-queue completion */
+#define CHPP_CQE_FLAG_SOLICITED     (1u << 2)   /* SE bit of the message */
+
+struct chpp_cqe {
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t imm;
+    uint32_t qpn;               /* local QP */
+    uint32_t src_qp;            /* receive: sender's QPN */
+    uint16_t src_node;          /* receive: sender's node id */
+    uint8_t  src_vf;
+    uint8_t  vendor_err;        /* enum chpp_vendor_err for errors */
+    uint8_t  opcode;            /* enum chpp_cqe_opcode */
+    uint8_t  status;            /* enum chpp_wc_status */
+    uint8_t  flags;             /* CHPP_CQE_FLAG_* */
+    uint8_t  owner;             /* bit 7: CHPP_CQE_OWNER */
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_cqe, CHPP_CQE_SIZE);
+
+/* Reasons behind error CQEs, in chpp_cqe.vendor_err. */
+enum chpp_vendor_err {
+    CHPP_VERR_NONE = 0,
+    CHPP_VERR_BAD_OPCODE,       /* opcode unknown or not for this QP type */
+    CHPP_VERR_BAD_SGE_COUNT,    /* more segments than fit the stride */
+    CHPP_VERR_INLINE_TOO_LONG,
+    CHPP_VERR_LENGTH_OVERFLOW,  /* message longer than max_msg_size */
+    CHPP_VERR_NAP_TOO_LONG,     /* NAP payload over CHPP_NAP_MAX_PAYLOAD */
+    CHPP_VERR_BAD_LKEY,
+    CHPP_VERR_LKEY_PD,
+    CHPP_VERR_LKEY_RIGHTS,
+    CHPP_VERR_LKEY_BOUNDS,
+    CHPP_VERR_DMA,              /* translated address not backed */
+    CHPP_VERR_RECV_TOO_SMALL,   /* receive WQE shorter than the message */
+    CHPP_VERR_RKEY,             /* remote: bad key, rights or bounds */
+    CHPP_VERR_REMOTE_INVALID,   /* remote: request not valid for the QP */
+    CHPP_VERR_RNR,              /* remote had no receive WQE */
+    CHPP_VERR_TIMEOUT,          /* no response within the retries */
+    CHPP_VERR_FLUSH,
+    CHPP_VERR_ATOMIC_ALIGN,     /* atomic address not 8-byte aligned */
+    CHPP_VERR_NO_ROUTE,         /* destination not reachable */
+};
+
+/*
+ * UAR page layout (offsets inside each 4 KiB page).  A QP or CQ accepts
+ * doorbells only through the UAR page named in its context.
+ */
+#define CHPP_UAR_SQ_DB              0x00    /* 32-bit: qpn << 16 | sq pi */
+#define CHPP_UAR_RQ_DB              0x08    /* 32-bit: qpn << 16 | rq pi */
+#define CHPP_UAR_CQ_DB              0x10    /* 64-bit, see below */
+#define CHPP_UAR_DB_QPN_SHIFT       16
+#define CHPP_UAR_DB_PI_MASK         0xffffu
+/* CQ doorbell: bits 23:0 cqn, 27:24 command, 55:32 consumer index. */
+#define CHPP_CQ_DB_CQN_MASK         0x00ffffffu
+#define CHPP_CQ_DB_CMD_SHIFT        24
+#define CHPP_CQ_DB_CMD_MASK         (0xfu << CHPP_CQ_DB_CMD_SHIFT)
+#define CHPP_CQ_DB_CI_SHIFT         32
+#define CHPP_CQ_DB_CI_MASK          0x00ffffffu
+enum chpp_cq_db_cmd {
+    CHPP_CQ_DB_SET_CI           = 0,    /* only update the consumer index */
+    CHPP_CQ_DB_ARM_NEXT         = 1,    /* event on the next CQE */
+    CHPP_CQ_DB_ARM_SOL          = 2,    /* event on solicited or error CQE */
+};
+
+/* Doorbell FIFO of the function (seed 004: 32 entries per function). */
+#define CHPP_DB_FIFO_DEPTH          32
+
+/*
+ * Queue pairs.  QPN = index, 0 .. num-qps - 1; every QP exists, in RESET,
+ * until RST2INIT gives it its queues.
+ */
+enum chpp_qp_state {            /* values of enum ib_qp_state */
+    CHPP_QPS_RESET  = 0,
+    CHPP_QPS_INIT   = 1,
+    CHPP_QPS_RTR    = 2,
+    CHPP_QPS_RTS    = 3,
+    CHPP_QPS_SQD    = 4,
+    CHPP_QPS_SQE    = 5,
+    CHPP_QPS_ERR    = 6,
+};
+
+enum chpp_qp_type {
+    CHPP_QPT_RC     = 0,
+    CHPP_QPT_UC     = 1,
+    CHPP_QPT_UD     = 2,
+};
+
+/* Attribute mask of modify-QP commands (bit numbers of enum ib_qp_attr_mask). */
+#define CHPP_QP_ATTR_STATE          (1u << 0)   /* never set: implied */
+#define CHPP_QP_ATTR_CUR_STATE      (1u << 1)
+#define CHPP_QP_ATTR_EN_SQD_ASYNC_NOTIFY (1u << 2)
+#define CHPP_QP_ATTR_ACCESS_FLAGS   (1u << 3)
+#define CHPP_QP_ATTR_PKEY_INDEX     (1u << 4)
+#define CHPP_QP_ATTR_PORT           (1u << 5)
+#define CHPP_QP_ATTR_QKEY           (1u << 6)
+#define CHPP_QP_ATTR_AV             (1u << 7)   /* dest node/vf, magic */
+#define CHPP_QP_ATTR_PATH_MTU       (1u << 8)
+#define CHPP_QP_ATTR_TIMEOUT        (1u << 9)
+#define CHPP_QP_ATTR_RETRY_CNT      (1u << 10)
+#define CHPP_QP_ATTR_RNR_RETRY      (1u << 11)
+#define CHPP_QP_ATTR_RQ_PSN         (1u << 12)
+#define CHPP_QP_ATTR_MAX_QP_RD_ATOMIC (1u << 13)
+#define CHPP_QP_ATTR_ALT_PATH       (1u << 14)  /* not supported */
+#define CHPP_QP_ATTR_MIN_RNR_TIMER  (1u << 15)
+#define CHPP_QP_ATTR_SQ_PSN         (1u << 16)
+#define CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
+#define CHPP_QP_ATTR_PATH_MIG_STATE (1u << 18)  /* accepted, ignored */
+#define CHPP_QP_ATTR_CAP            (1u << 19)  /* not supported */
+#define CHPP_QP_ATTR_DEST_QPN       (1u << 20)
+
+/* Access flags (QP and WQE rights), values of enum ib_access_flags. */
+#define CHPP_ACCESS_REMOTE_WRITE    (1u << 1)
+#define CHPP_ACCESS_REMOTE_READ     (1u << 2)
+#define CHPP_ACCESS_REMOTE_ATOMIC   (1u << 3)
+
+#define CHPP_QP_FLAG_SQ_SIG_ALL     (1u << 0)   /* every send WQE signals */
+
+#define CHPP_MIN_WQE_SHIFT          6           /* 64-byte WQEs */
+#define CHPP_MAX_WQE_SHIFT          11          /* 2 KiB WQEs */
+#define CHPP_MAX_QP_WQES            32768
+#define CHPP_MAX_SGE                32
+#define CHPP_MAX_RD_ATOMIC          16
+#define CHPP_MAX_MSG_SIZE           (1u << 31)
+
+/*
+ * Modify-QP mailbox: the attribute mask, then the QP context.  RST2INIT
+ * also reads the creation fields (type, pd, CQs, queues, uar, magic,
+ * flags); later commands read only the fields their mask names.
+ */
+struct chpp_qp_context {
+    uint8_t  state;             /* QUERY_QP: enum chpp_qp_state */
+    uint8_t  type;              /* enum chpp_qp_type */
+    uint8_t  port;              /* 1 */
+    uint8_t  path_mtu;          /* InfiniBand MTU enum 1..5 (256..4096) */
+    uint32_t pd;
+    uint32_t send_cqn;
+    uint32_t recv_cqn;
+    uint32_t sq_mtt_base;
+    uint32_t rq_mtt_base;
+    uint8_t  log_sq_size;       /* number of WQEs = 2^log_sq_size */
+    uint8_t  log_sq_stride;     /* WQE size = 2^log_sq_stride bytes */
+    uint8_t  log_rq_size;
+    uint8_t  log_rq_stride;
+    uint8_t  sq_log_page_size;
+    uint8_t  rq_log_page_size;
+    uint16_t uar;               /* UAR page of its doorbells */
+    uint32_t access_flags;      /* CHPP_ACCESS_* */
+    uint32_t qkey;
+    uint32_t dest_node;         /* AV: destination node id */
+    uint32_t dest_qpn;
+    uint32_t sq_psn;            /* next PSN to send (24 bits) */
+    uint32_t rq_psn;            /* next PSN expected (24 bits) */
+    uint8_t  timeout;           /* local ACK timeout: 4.096 us * 2^n, 0 = inf */
+    uint8_t  retry_cnt;         /* 0..7 */
+    uint8_t  rnr_retry;         /* 0..7, 7 = infinite */
+    uint8_t  min_rnr_timer;     /* IB RNR timer encoding 0..31 */
+    uint8_t  max_rd_atomic;     /* initiator depth */
+    uint8_t  max_dest_rd_atomic;
+    uint8_t  magic;             /* inbound packets must carry this */
+    uint8_t  dest_magic;        /* AV: magic of the remote QP */
+    uint16_t pkey_index;
+    uint8_t  dest_vf;           /* AV: destination function */
+    uint8_t  flags;             /* CHPP_QP_FLAG_* */
+    uint32_t sq_pi;             /* QUERY_QP: doorbell producer indexes */
+    uint32_t sq_ci;             /* QUERY_QP: next send WQE to start */
+    uint32_t rq_pi;
+    uint32_t rq_ci;             /* QUERY_QP: next receive WQE to use */
+    uint32_t sq_inflight;       /* QUERY_QP: WQEs started, not completed */
+    uint8_t  sq_draining;       /* QUERY_QP: SQD not yet drained */
+    uint8_t  en_sqd_async_notify;
+    uint8_t  reserved0[2];
+    uint32_t reserved1[9];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_qp_context, 128);
+
+struct chpp_qp_modify {
+    uint32_t attr_mask;         /* CHPP_QP_ATTR_* */
+    uint32_t reserved[3];
+    struct chpp_qp_context ctx;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_qp_modify, 144);
+
+/*
+ * Work queue entries.  Send WQE: control segment, then by opcode a UD
+ * segment (UD QPs), a remote-address segment (PUT/GET/atomics), an atomic
+ * segment (atomics), then either num_sge data segments or one inline
+ * segment.  Everything must fit in the QP's send stride.
+ */
+enum chpp_wqe_opcode {
+    CHPP_WQE_SEND           = 0x00, /* verbs SEND, segmented by path MTU */
+    CHPP_WQE_SEND_IMM       = 0x01,
+    CHPP_WQE_NAP            = 0x02, /* native NAP: one packet, <= 2 KiB */
+    CHPP_WQE_PUT            = 0x08, /* RDMA write */
+    CHPP_WQE_PUT_IMM        = 0x09, /* RDMA write with notification */
+    CHPP_WQE_GET            = 0x10, /* RDMA read */
+    CHPP_WQE_ATOMIC_CS      = 0x11, /* compare and swap, 8 bytes */
+    CHPP_WQE_ATOMIC_FA      = 0x12, /* fetch and add, 8 bytes */
+};
+
+#define CHPP_WQE_SIGNALED           (1u << 0)
+#define CHPP_WQE_SOLICITED          (1u << 1)
+#define CHPP_WQE_FENCE              (1u << 2)
+#define CHPP_WQE_INLINE             (1u << 3)
+
+#define CHPP_NAP_MAX_PAYLOAD        2048
+
+struct chpp_wqe_ctrl {
+    uint8_t  opcode;            /* enum chpp_wqe_opcode */
+    uint8_t  flags;             /* CHPP_WQE_* */
+    uint8_t  num_sge;
+    uint8_t  reserved;
+    uint32_t imm;               /* SEND_IMM, PUT_IMM */
+    uint64_t wr_id;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ctrl, 16);
+
+struct chpp_wqe_ud {
+    uint32_t dest_node;
+    uint32_t dest_qpn;
+    uint32_t qkey;
+    uint8_t  dest_vf;
+    uint8_t  dest_magic;
+    uint16_t reserved;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ud, 16);
+
+struct chpp_wqe_raddr {
+    uint64_t raddr;
+    uint32_t rkey;
+    uint32_t reserved;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_raddr, 16);
+
+struct chpp_wqe_atomic {
+    uint64_t swap_add;          /* CS: swap value; FA: addend */
+    uint64_t compare;           /* CS only */
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_atomic, 16);
+
+struct chpp_wqe_sge {
+    uint32_t length;
+    uint32_t lkey;
+    uint64_t addr;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_sge, 16);
+
+/* Inline segment: the byte count, then the data (padded to 16 bytes). */
+struct chpp_wqe_inline {
+    uint32_t length;
+    uint32_t reserved[3];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_inline, 16);
+
+/* Receive WQE: header, then num_sge data segments. */
+struct chpp_rwqe_hdr {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint32_t reserved;
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
+
+/* UD receives: the first 40 bytes of the buffer are the (zeroed) GRH. */
+#define CHPP_UD_GRH_SIZE            40
 
 #endif /* CHPP_HCA_ABI_H */
