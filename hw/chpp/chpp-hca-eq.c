@@ -117,6 +117,15 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     }
 }
 
+void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
+{
+    if (eqn >= s->params.num_eqs) {
+        chpp_eq_drop(s, CHPP_EQN_NONE, eqe->type);
+        return;
+    }
+    chpp_eq_write(s, eqn, eqe);
+}
+
 void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
 {
     unsigned eqn = s->event_eq[eqe->type % CHPP_EVENT_NUM_TYPES];

@@ -104,8 +104,7 @@ typedef struct ChppInflight {
 
 /* Engine state of a QP: requester, responder, timers. */
 typedef struct ChppQpEngine {
-    /* requester */
-    uint32_t psn;               /* next PSN to send */
+    /* requester (the next PSN to send is ChppQp.sq_psn) */
     uint32_t sq_comp;           /* next send WQE to complete */
     ChppInflight *inflight;     /* CHPP_MAX_INFLIGHT ring, NULL in RESET */
     uint32_t infl_head;
@@ -116,8 +115,7 @@ typedef struct ChppQpEngine {
     bool wait_rnr;              /* RNR back-off timer running */
     bool sqd_notify;            /* post SQ_DRAINED when drained */
     QEMUTimer *timer;           /* retransmit / RNR timer */
-    /* responder */
-    uint32_t epsn;              /* next PSN expected */
+    /* responder (the next PSN expected is ChppQp.rq_psn) */
     bool recv_active;           /* a SEND is spreading over packets */
     uint64_t recv_wr_id;
     uint32_t recv_offset;
@@ -149,8 +147,8 @@ typedef struct ChppQp {
     uint8_t dest_magic;
     uint8_t magic;
     uint8_t flags;              /* CHPP_QP_FLAG_* */
-    uint32_t sq_psn;            /* as set by the last modify (start PSN) */
-    uint32_t rq_psn;
+    uint32_t sq_psn;            /* next PSN to send: set by modify, advanced */
+    uint32_t rq_psn;            /* next PSN expected: likewise */
     uint8_t timeout;
     uint8_t retry_cnt;
     uint8_t rnr_retry;
@@ -315,7 +313,10 @@ void chpp_eq_reset(ChppHcaState *s);
 bool chpp_eq_post_load(ChppHcaState *s);
 void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
+/* Post to the EQ mapped for eqe->type (async events). */
 void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
+/* Post to EQ @eqn (completion events of a CQ). */
+void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe);
 uint8_t chpp_cmd_sw2hw_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_eq(ChppHcaState *s, uint32_t eqn);
 uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
@@ -325,5 +326,6 @@ extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;
 extern const VMStateDescription vmstate_chpp_qp;
+extern const VMStateDescription vmstate_chpp_qp_engine;
 
 #endif /* HW_CHPP_HCA_H */
