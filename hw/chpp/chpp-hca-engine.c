@@ -1,28 +1,50 @@
 /*
- * chpp-hca: doorbell FIFO and engines (PLACEHOLDER, being written).
+ * chpp-hca: the engine's frame: UAR doorbells, the doorbell FIFO, the
+ * bottom half that runs the requester/responder/completer, QP timers and
+ * the engine's reaction to QP state changes.
+ *
+ * Doorbell writes only record the producer index and queue the QP in the
+ * function's doorbell FIFO (depth 32, seed 004); all DMA happens later in
+ * the engine bottom half, never in the vCPU's MMIO handler.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/main-loop.h"
 #include "migration/vmstate.h"
-#include "chpp-hca.h"
+#include "sysemu/runstate.h"
+#include "chpp-hca-engine.h"
 #include "trace.h"
 
-void chpp_engine_init(ChppHcaState *s)
+/* Work done per bottom-half run before yielding to the main loop. */
+#define CHPP_ENGINE_BUDGET 256
+
+#define CHPP_IDX_MASK 0xffffu
+
+ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn)
 {
+    return qpn < s->params.num_qps ? &s->qps[qpn] : NULL;
 }
 
-void chpp_engine_fini(ChppHcaState *s)
+uint32_t chpp_qpn(ChppHcaState *s, ChppQp *qp)
 {
+    return qp - s->qps;
 }
 
-void chpp_engine_reset(ChppHcaState *s)
+void chpp_engine_kick(ChppHcaState *s)
 {
-}
-
-void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
-                               uint8_t old_state)
-{
+    if (s->engine_stopped) {
+        return;
+    }
+    if (s->params.engine_delay_ns) {
+        if (!timer_pending(s->engine_timer)) {
+            timer_mod(s->engine_timer,
+                      qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                      s->params.engine_delay_ns);
+        }
+    } else {
+        qemu_bh_schedule(s->engine_bh);
+    }
 }
 
 void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
@@ -42,6 +64,87 @@ void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
     chpp_event_post(s, &eqe);
 }
 
+static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                              uint32_t val, uint32_t qpn)
+{
+    if (s->db_count == CHPP_DB_FIFO_DEPTH) {
+        struct chpp_eqe eqe = {
+            .type = CHPP_EVENT_DOORBELL_ERROR,
+            .subtype = CHPP_DB_ERR_FIFO_OVERFLOW,
+            .event.db_error.offset = cpu_to_le32(offset),
+            .event.db_error.value = cpu_to_le32(val),
+            .event.db_error.uar = cpu_to_le32(uar),
+        };
+
+        chpp_count(s, CHPP_CNT_DB_FIFO_OVERFLOW);
+        chpp_guest_error(s, "doorbell FIFO full (%u entries): doorbell of "
+                         "QP %u lost", CHPP_DB_FIFO_DEPTH, qpn);
+        chpp_event_post(s, &eqe);
+        return;
+    }
+    s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] = qpn;
+    s->db_count++;
+    trace_chpp_hca_db_fifo_push(qpn, s->db_count);
+    chpp_engine_kick(s);
+}
+
+/*
+ * A producer index may only move forward, and the queue may not hold more
+ * than its size of WQEs counted from @oldest (the oldest WQE still owned by
+ * the device).
+ */
+static bool chpp_pi_ok(uint32_t old_pi, uint32_t new_pi, uint32_t oldest,
+                       uint32_t size)
+{
+    uint32_t d_old = (old_pi - oldest) & CHPP_IDX_MASK;
+    uint32_t d_new = (new_pi - oldest) & CHPP_IDX_MASK;
+
+    return d_old <= d_new && d_new <= size;
+}
+
+static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                             uint32_t val)
+{
+    uint32_t qpn = val >> CHPP_UAR_DB_QPN_SHIFT;
+    uint32_t pi = val & CHPP_UAR_DB_PI_MASK;
+    bool sq = offset == CHPP_UAR_SQ_DB;
+    ChppQp *qp = chpp_qp_lookup(s, qpn);
+
+    if (!qp || qp->state == CHPP_QPS_RESET) {
+        chpp_uar_doorbell_error(s, uar, offset, val, "QP does not exist or "
+                                "is in RESET");
+        return;
+    }
+    if (qp->uar != uar) {
+        chpp_uar_doorbell_error(s, uar, offset, val, "QP belongs to "
+                                "another UAR page");
+        return;
+    }
+    if (sq) {
+        if (!chpp_pi_ok(qp->sq_pi, pi, qp->eng.sq_comp,
+                        1u << qp->log_sq_size)) {
+            chpp_uar_doorbell_error(s, uar, offset, val, "SQ producer index "
+                                    "moves back or overfills the queue");
+            return;
+        }
+        trace_chpp_hca_sq_doorbell(qpn, pi);
+        qp->sq_pi = pi;
+    } else {
+        if (!chpp_pi_ok(qp->rq_pi, pi, qp->rq_ci, 1u << qp->log_rq_size)) {
+            chpp_uar_doorbell_error(s, uar, offset, val, "RQ producer index "
+                                    "moves back or overfills the queue");
+            return;
+        }
+        trace_chpp_hca_rq_doorbell(qpn, pi);
+        qp->rq_pi = pi;
+        /* Receives need the engine only to be flushed in ERR. */
+        if (qp->state != CHPP_QPS_ERR) {
+            return;
+        }
+    }
+    chpp_db_fifo_push(s, uar, offset, val, qpn);
+}
+
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                        uint64_t val, unsigned size)
 {
@@ -50,6 +153,15 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
         return;
     }
     switch (offset) {
+    case CHPP_UAR_SQ_DB:
+    case CHPP_UAR_RQ_DB:
+        if (size != 4) {
+            chpp_uar_doorbell_error(s, uar, offset, val,
+                                    "QP doorbells take 32-bit writes");
+            return;
+        }
+        chpp_qp_doorbell(s, uar, offset, val);
+        return;
     case CHPP_UAR_CQ_DB:
         if (size != 8) {
             chpp_uar_doorbell_error(s, uar, offset, val,
@@ -63,12 +175,362 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
     }
 }
 
+static void chpp_engine_dispatch(ChppHcaState *s, ChppPkt *pkt)
+{
+    switch (pkt->op) {
+    case CHPP_OP_ACK:
+    case CHPP_OP_NAK:
+    case CHPP_OP_ATOMIC_ACK:
+    case CHPP_OP_READ_RESP:
+        chpp_comp_packet(s, pkt);
+        break;
+    default:
+        chpp_resp_packet(s, pkt);
+    }
+    chpp_pkt_free(pkt);
+}
+
+static bool chpp_engine_step(ChppHcaState *s)
+{
+    ChppPkt *pkt = chpp_wire_next(s);
+
+    if (pkt) {
+        chpp_engine_dispatch(s, pkt);
+        return true;
+    }
+    if (s->db_count) {
+        uint32_t qpn = s->db_fifo[s->db_head];
+
+        s->db_head = (s->db_head + 1) % CHPP_DB_FIFO_DEPTH;
+        s->db_count--;
+        chpp_req_run(s, &s->qps[qpn]);
+        return true;
+    }
+    return false;
+}
+
+static void chpp_engine_run(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    int budget = CHPP_ENGINE_BUDGET;
+
+    if (s->engine_stopped) {
+        return;
+    }
+    while (budget-- > 0) {
+        if (!chpp_engine_step(s)) {
+            return;
+        }
+    }
+    chpp_engine_kick(s);
+}
+
+/* The VM is stopping (e.g. for migration): finish in-flight packets now. */
+static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
+{
+    ChppHcaState *s = opaque;
+
+    if (running) {
+        s->engine_stopped = false;
+        chpp_engine_kick(s);
+        return;
+    }
+    while (chpp_engine_step(s)) {
+        /* drain */
+    }
+    s->engine_stopped = true;
+}
+
+void chpp_engine_qp_ready(ChppHcaState *s, ChppQp *qp)
+{
+    chpp_req_run(s, qp);
+}
+
+/* InfiniBand encodings of the local ACK timeout and the RNR timer. */
+int64_t chpp_local_ack_timeout_ns(uint8_t timeout)
+{
+    return timeout ? 4096ll << MIN(timeout, 31) : 0;
+}
+
+int64_t chpp_rnr_timer_ns(uint8_t code)
+{
+    static const uint32_t us[32] = {
+        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+        1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+        40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+    };
+
+    return us[code & 31] * 1000ll;
+}
+
+void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
+                       int64_t delay_ns)
+{
+    qp->eng.timer_kind = kind;
+    qp->eng.timer_deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns;
+    timer_mod(s->qp_timers[chpp_qpn(s, qp)], qp->eng.timer_deadline);
+}
+
+void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp)
+{
+    qp->eng.timer_kind = CHPP_TIMER_NONE;
+    timer_del(s->qp_timers[chpp_qpn(s, qp)]);
+}
+
+typedef struct ChppQpTimerCtx {
+    ChppHcaState *s;
+    uint32_t qpn;
+} ChppQpTimerCtx;
+
+static void chpp_qp_timer_cb(void *opaque)
+{
+    ChppQpTimerCtx *ctx = opaque;
+    ChppHcaState *s = ctx->s;
+    ChppQp *qp = &s->qps[ctx->qpn];
+    uint8_t kind = qp->eng.timer_kind;
+
+    qp->eng.timer_kind = CHPP_TIMER_NONE;
+    trace_chpp_hca_qp_timer(ctx->qpn, kind);
+    if (kind == CHPP_TIMER_RETRANSMIT) {
+        chpp_comp_timeout(s, qp);
+    } else if (kind == CHPP_TIMER_RNR) {
+        chpp_req_retransmit(s, qp);
+    }
+}
+
+bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                   uint8_t opcode, uint8_t status, uint8_t verr,
+                   uint32_t byte_len)
+{
+    struct chpp_cqe cqe = {
+        .wr_id = cpu_to_le64(wr_id),
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(chpp_qpn(s, qp)),
+        .vendor_err = verr,
+        .opcode = opcode,
+        .status = status,
+        .flags = CHPP_CQE_FLAG_SEND,
+    };
+
+    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
+    return chpp_cq_post(s, qp->send_cqn, &cqe, false);
+}
+
+void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type)
+{
+    struct chpp_eqe eqe = {
+        .type = type,
+        .event.qp.qpn = cpu_to_le32(chpp_qpn(s, qp)),
+    };
+
+    chpp_event_post(s, &eqe);
+}
+
+void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
+                  uint8_t event_type)
+{
+    if (event_type) {
+        chpp_qp_async_event(s, qp, event_type);
+    }
+    chpp_qp_set_error(s, qp, new_state);
+}
+
+static void chpp_engine_check_drained(ChppHcaState *s, ChppQp *qp)
+{
+    if (qp->state == CHPP_QPS_SQD && qp->eng.infl_count == 0 &&
+        qp->eng.sqd_notify) {
+        qp->eng.sqd_notify = false;
+        chpp_qp_async_event(s, qp, CHPP_EVENT_SQ_DRAINED);
+    }
+}
+
+void chpp_engine_progress(ChppHcaState *s, ChppQp *qp)
+{
+    chpp_engine_check_drained(s, qp);
+}
+
+void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
+                               uint8_t old_state)
+{
+    ChppQpEngine *eng = &qp->eng;
+
+    trace_chpp_hca_qp_transition(chpp_qpn(s, qp), old_state, qp->state);
+    switch (qp->state) {
+    case CHPP_QPS_RESET:
+        chpp_qp_timer_stop(s, qp);
+        memset(eng, 0, sizeof(*eng));
+        break;
+    case CHPP_QPS_INIT:
+        if (old_state == CHPP_QPS_RESET) {
+            memset(eng, 0, sizeof(*eng));
+        }
+        break;
+    case CHPP_QPS_RTS:
+        if (old_state == CHPP_QPS_RTR) {
+            eng->retry_left = qp->retry_cnt;
+            eng->rnr_left = qp->rnr_retry;
+        }
+        chpp_req_run(s, qp);
+        break;
+    case CHPP_QPS_SQD:
+        chpp_engine_check_drained(s, qp);
+        break;
+    case CHPP_QPS_SQE:
+        chpp_qp_timer_stop(s, qp);
+        chpp_req_flush(s, qp);
+        break;
+    case CHPP_QPS_ERR:
+        chpp_qp_timer_stop(s, qp);
+        chpp_req_flush(s, qp);
+        chpp_resp_flush(s, qp);
+        break;
+    default:
+        break;
+    }
+}
+
+void chpp_engine_init(ChppHcaState *s)
+{
+    unsigned i;
+
+    s->engine_bh = qemu_bh_new_guarded(chpp_engine_run, s,
+                                       &DEVICE(s)->mem_reentrancy_guard);
+    s->engine_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_engine_run, s);
+    s->qp_timers = g_new0(QEMUTimer *, s->params.num_qps);
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQpTimerCtx *ctx = g_new(ChppQpTimerCtx, 1);
+
+        ctx->s = s;
+        ctx->qpn = i;
+        s->qp_timers[i] = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_qp_timer_cb,
+                                       ctx);
+    }
+    for (i = 0; i < CHPP_NUM_VCS; i++) {
+        s->wire_rx[i] = g_queue_new();
+    }
+    s->vmstate_change = qemu_add_vm_change_state_handler(chpp_engine_vm_state,
+                                                         s);
+}
+
+void chpp_engine_fini(ChppHcaState *s)
+{
+    unsigned i;
+
+    qemu_del_vm_change_state_handler(s->vmstate_change);
+    chpp_wire_reset(s);
+    for (i = 0; i < CHPP_NUM_VCS; i++) {
+        g_queue_free(s->wire_rx[i]);
+    }
+    for (i = 0; i < s->params.num_qps; i++) {
+        g_free(s->qp_timers[i]->opaque);
+        timer_free(s->qp_timers[i]);
+    }
+    g_free(s->qp_timers);
+    timer_free(s->engine_timer);
+    qemu_bh_delete(s->engine_bh);
+}
+
+void chpp_engine_reset(ChppHcaState *s)
+{
+    unsigned i;
+
+    qemu_bh_cancel(s->engine_bh);
+    timer_del(s->engine_timer);
+    for (i = 0; i < s->params.num_qps; i++) {
+        timer_del(s->qp_timers[i]);
+        memset(&s->qps[i].eng, 0, sizeof(s->qps[i].eng));
+    }
+    chpp_wire_reset(s);
+    memset(s->db_fifo, 0, sizeof(s->db_fifo));
+    s->db_head = 0;
+    s->db_count = 0;
+}
+
+/* Migration streams are untrusted input too. */
+bool chpp_engine_check_load(ChppHcaState *s)
+{
+    unsigned i;
+
+    if (s->db_head >= CHPP_DB_FIFO_DEPTH || s->db_count > CHPP_DB_FIFO_DEPTH) {
+        return false;
+    }
+    for (i = 0; i < s->db_count; i++) {
+        if (s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH] >=
+            s->params.num_qps) {
+            return false;
+        }
+    }
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQpEngine *eng = &s->qps[i].eng;
+
+        if (eng->infl_head >= CHPP_MAX_INFLIGHT ||
+            eng->infl_count > CHPP_MAX_INFLIGHT ||
+            eng->timer_kind > CHPP_TIMER_RNR) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void chpp_engine_post_load(ChppHcaState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQpEngine *eng = &s->qps[i].eng;
+
+        if (eng->timer_kind != CHPP_TIMER_NONE) {
+            timer_mod(s->qp_timers[i], eng->timer_deadline);
+        }
+    }
+    if (s->db_count) {
+        chpp_engine_kick(s);
+    }
+}
+
+static const VMStateDescription vmstate_chpp_inflight = {
+    .name = "chpp-hca-inflight",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(wr_id, ChppInflight),
+        VMSTATE_UINT32(wqe_idx, ChppInflight),
+        VMSTATE_UINT32(first_psn, ChppInflight),
+        VMSTATE_UINT32(last_psn, ChppInflight),
+        VMSTATE_UINT32(length, ChppInflight),
+        VMSTATE_UINT32(done, ChppInflight),
+        VMSTATE_UINT8(opcode, ChppInflight),
+        VMSTATE_UINT8(flags, ChppInflight),
+        VMSTATE_UINT8(status, ChppInflight),
+        VMSTATE_UINT8(vendor_err, ChppInflight),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 const VMStateDescription vmstate_chpp_qp_engine = {
     .name = "chpp-hca-qp-engine",
     .version_id = 1,
     .minimum_version_id = 1,
     .fields = (VMStateField[]) {
         VMSTATE_UINT32(sq_comp, ChppQpEngine),
+        VMSTATE_STRUCT_ARRAY(inflight, ChppQpEngine, CHPP_MAX_INFLIGHT, 1,
+                             vmstate_chpp_inflight, ChppInflight),
+        VMSTATE_UINT32(infl_head, ChppQpEngine),
+        VMSTATE_UINT32(infl_count, ChppQpEngine),
+        VMSTATE_UINT32(rd_atomic, ChppQpEngine),
+        VMSTATE_UINT8(retry_left, ChppQpEngine),
+        VMSTATE_UINT8(rnr_left, ChppQpEngine),
+        VMSTATE_BOOL(sqd_notify, ChppQpEngine),
+        VMSTATE_UINT8(timer_kind, ChppQpEngine),
+        VMSTATE_INT64(timer_deadline, ChppQpEngine),
+        VMSTATE_BOOL(recv_active, ChppQpEngine),
+        VMSTATE_UINT32(recv_wqe_idx, ChppQpEngine),
+        VMSTATE_UINT32(recv_len, ChppQpEngine),
+        VMSTATE_BOOL(nak_sent, ChppQpEngine),
+        VMSTATE_BOOL(comm_est, ChppQpEngine),
+        VMSTATE_BOOL(atomic_valid, ChppQpEngine),
+        VMSTATE_UINT32(atomic_psn, ChppQpEngine),
+        VMSTATE_UINT64(atomic_orig, ChppQpEngine),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -237,10 +237,12 @@ static int chpp_hca_post_load(void *opaque, int version_id)
         }
     }
     if (!chpp_eq_post_load(s) || !chpp_mr_post_load(s) ||
-        !chpp_cq_post_load(s) || !chpp_qp_post_load(s)) {
+        !chpp_cq_post_load(s) || !chpp_qp_post_load(s) ||
+        !chpp_engine_check_load(s)) {
         return -EINVAL;
     }
     chpp_cmd_post_load(s);
+    chpp_engine_post_load(s);
     return 0;
 }
 

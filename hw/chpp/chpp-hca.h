@@ -10,6 +10,7 @@
 #include "qom/object.h"
 #include "qemu/timer.h"
 #include "sysemu/dma.h"
+#include "sysemu/runstate.h"
 #include "hw/chpp/chpp-hca-abi.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
@@ -80,14 +81,13 @@ typedef struct ChppCq {
     uint32_t refs;              /* QPs bound to it; rebuilt on load */
 } ChppCq;
 
-/* A send WQE the requester started and has not completed yet. */
+/*
+ * A send WQE the requester started and has not completed yet.  Only what
+ * is needed to match responses is kept; the WQE itself stays in the ring
+ * (it belongs to the device until its completion) and is fetched again to
+ * retransmit or to place GET/atomic results.
+ */
 #define CHPP_MAX_INFLIGHT 16
-
-typedef struct ChppSge {
-    uint32_t lkey;
-    uint32_t length;
-    uint64_t addr;
-} ChppSge;
 
 typedef struct ChppInflight {
     uint64_t wr_id;
@@ -98,30 +98,38 @@ typedef struct ChppInflight {
     uint32_t done;              /* GET: response bytes placed so far */
     uint8_t opcode;             /* enum chpp_wqe_opcode */
     uint8_t flags;              /* CHPP_WQE_* */
-    uint8_t num_sge;
-    ChppSge sge[CHPP_MAX_SGE];  /* GET/atomic results land here */
+    uint8_t status;             /* != 0: completes with this error */
+    uint8_t vendor_err;
 } ChppInflight;
 
-/* Engine state of a QP: requester, responder, timers. */
+enum chpp_qp_timer {
+    CHPP_TIMER_NONE = 0,
+    CHPP_TIMER_RETRANSMIT,      /* local ACK timeout */
+    CHPP_TIMER_RNR,             /* RNR NAK back-off */
+};
+
+/* Engine state of a QP: requester, responder, timer.  Fixed size. */
 typedef struct ChppQpEngine {
     /* requester (the next PSN to send is ChppQp.sq_psn) */
     uint32_t sq_comp;           /* next send WQE to complete */
-    ChppInflight *inflight;     /* CHPP_MAX_INFLIGHT ring, NULL in RESET */
+    ChppInflight inflight[CHPP_MAX_INFLIGHT];
     uint32_t infl_head;
     uint32_t infl_count;
     uint32_t rd_atomic;         /* GET/atomics in flight */
     uint8_t retry_left;
     uint8_t rnr_left;
-    bool wait_rnr;              /* RNR back-off timer running */
     bool sqd_notify;            /* post SQ_DRAINED when drained */
-    QEMUTimer *timer;           /* retransmit / RNR timer */
+    uint8_t timer_kind;         /* enum chpp_qp_timer */
+    int64_t timer_deadline;     /* QEMU_CLOCK_VIRTUAL ns */
     /* responder (the next PSN expected is ChppQp.rq_psn) */
     bool recv_active;           /* a SEND is spreading over packets */
-    uint64_t recv_wr_id;
-    uint32_t recv_offset;
-    uint8_t recv_num_sge;
-    ChppSge recv_sge[CHPP_MAX_SGE];
+    uint32_t recv_wqe_idx;
+    uint32_t recv_len;          /* bytes of the message placed so far */
+    bool nak_sent;              /* sequence NAK sent, not yet resolved */
     bool comm_est;              /* COMM_EST posted */
+    bool atomic_valid;          /* last atomic result, for duplicates */
+    uint32_t atomic_psn;
+    uint64_t atomic_orig;
 } ChppQpEngine;
 
 typedef struct ChppQp {
@@ -197,7 +205,10 @@ struct ChppHcaState {
     uint32_t db_count;
     QEMUBH *engine_bh;
     QEMUTimer *engine_timer;
-    GQueue *wire_rx[2];         /* loopback packets per virtual channel */
+    QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
+    GQueue *wire_rx[2];         /* loopback frames per virtual channel */
+    bool engine_stopped;        /* VM stopped: do not touch guest memory */
+    VMChangeStateEntry *vmstate_change;
 };
 
 void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
@@ -277,6 +288,8 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
 void chpp_engine_init(ChppHcaState *s);
 void chpp_engine_fini(ChppHcaState *s);
 void chpp_engine_reset(ChppHcaState *s);
+bool chpp_engine_check_load(ChppHcaState *s);
+void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,

@@ -828,4 +828,86 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
 /* UD receives: the first 40 bytes of the buffer are the (zeroed) GRH. */
 #define CHPP_UD_GRH_SIZE            40
 
+/*
+ * Wire format of a packet (docs/wire-format.md): the 16-byte cHPP header of
+ * seed 004 figure 6, the 80-byte versioned extension, then the payload.
+ * The loopback path and the link carry exactly these bytes.
+ */
+#define CHPP_WIRE_HDR_SIZE          16
+#define CHPP_WIRE_EXT_VERSION       1
+#define CHPP_WIRE_MAX_PAYLOAD       4096
+
+#define CHPP_VC_DATA                0   /* NAP, PUT, all responses */
+#define CHPP_VC_GET                 1   /* GET requests */
+#define CHPP_NUM_VCS                2
+
+enum chpp_pkt_type {            /* header byte 2, bits 7:2 */
+    CHPP_PKT_NAP    = 1,        /* SEND, SEND_IMM, NAP, UD sends */
+    CHPP_PKT_PUT    = 2,        /* WRITE, WRITE_IMM, GET responses */
+    CHPP_PKT_GET    = 3,        /* GET requests */
+    CHPP_PKT_ATOMIC = 4,        /* atomic requests */
+    CHPP_PKT_ACK    = 5,        /* ACK, NAK, atomic responses */
+};
+
+enum chpp_wire_op {
+    CHPP_OP_SEND        = 0,
+    CHPP_OP_SEND_IMM    = 1,
+    CHPP_OP_NAP         = 2,
+    CHPP_OP_WRITE       = 3,
+    CHPP_OP_WRITE_IMM   = 4,
+    CHPP_OP_READ_REQ    = 5,
+    CHPP_OP_READ_RESP   = 6,
+    CHPP_OP_ATOMIC_CS   = 7,
+    CHPP_OP_ATOMIC_FA   = 8,
+    CHPP_OP_ACK         = 9,
+    CHPP_OP_NAK         = 10,
+    CHPP_OP_ATOMIC_ACK  = 11,
+    CHPP_OP_MAX         = CHPP_OP_ATOMIC_ACK,
+};
+
+#define CHPP_WIRE_F_FIRST           (1u << 0)   /* first packet of message */
+#define CHPP_WIRE_F_LAST            (1u << 1)   /* last packet of message */
+#define CHPP_WIRE_F_ACK_REQ         (1u << 2)   /* responder must ACK */
+#define CHPP_WIRE_F_SOLICITED       (1u << 3)
+#define CHPP_WIRE_F_IMM             (1u << 4)   /* imm valid */
+#define CHPP_WIRE_F_MASK            0x1fu
+
+enum chpp_wire_syndrome {       /* NAK reasons */
+    CHPP_NAK_PSN_SEQ    = 0,
+    CHPP_NAK_INV_REQ    = 1,
+    CHPP_NAK_REM_ACCESS = 2,
+    CHPP_NAK_REM_OP     = 3,
+    CHPP_NAK_RNR        = 4,
+};
+
+struct chpp_wire_ext {
+    uint8_t  version;           /* CHPP_WIRE_EXT_VERSION */
+    uint8_t  op;                /* enum chpp_wire_op */
+    uint8_t  flags;             /* CHPP_WIRE_F_* */
+    uint8_t  syndrome;          /* NAK: enum chpp_wire_syndrome */
+    uint32_t psn;               /* 24 bits */
+    uint32_t src_qpn;
+    uint32_t dst_qpn;
+    uint16_t src_node;
+    uint16_t dst_node;
+    uint8_t  src_vf;
+    uint8_t  dst_vf;
+    uint8_t  magic;             /* = header QP Magic */
+    uint8_t  rnr_timer;         /* RNR NAK: IB timer code */
+    uint32_t rkey;
+    uint32_t imm;
+    uint64_t va;                /* WRITE: target address of this payload */
+    uint32_t msg_len;           /* bytes of the whole message / GET */
+    uint32_t offset;            /* offset of this payload in the message */
+    uint32_t payload_len;       /* bytes after the extension */
+    uint32_t qkey;              /* UD */
+    uint64_t atomic0;           /* swap/add; ATOMIC_ACK: original value */
+    uint64_t atomic1;           /* compare */
+    uint32_t reserved[2];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
+
+#define CHPP_WIRE_FRAME_MAX \
+    (CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext) + CHPP_WIRE_MAX_PAYLOAD)
+
 #endif /* CHPP_HCA_ABI_H */

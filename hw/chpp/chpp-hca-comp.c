@@ -1,0 +1,287 @@
+/*
+ * chpp-hca: the completer: ACKs, NAKs, GET and atomic responses -> CQEs.
+ *
+ * Send completions are written in posting order.  An error completes the
+ * WQE it belongs to only after every earlier WQE of the QP completed, then
+ * the QP leaves RTS and everything after it is flushed.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+#define CHPP_IDX_MASK 0xffffu
+
+static ChppInflight *chpp_head(ChppQp *qp)
+{
+    return qp->eng.infl_count ? &qp->eng.inflight[qp->eng.infl_head] : NULL;
+}
+
+static void chpp_pop(ChppQp *qp)
+{
+    qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
+    qp->eng.infl_count--;
+    qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+}
+
+static void chpp_comp_success(ChppHcaState *s, ChppQp *qp)
+{
+    ChppInflight *e = chpp_head(qp);
+
+    if ((e->flags & CHPP_WQE_SIGNALED) ||
+        (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL)) {
+        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode), 0, 0,
+                      e->length);
+    }
+    if (e->opcode == CHPP_WQE_GET || e->opcode == CHPP_WQE_ATOMIC_CS ||
+        e->opcode == CHPP_WQE_ATOMIC_FA) {
+        qp->eng.rd_atomic--;
+    }
+    chpp_pop(qp);
+}
+
+/* Complete the head WQE with an error and take the QP out of RTS. */
+static void chpp_comp_fail_head(ChppHcaState *s, ChppQp *qp, uint8_t status,
+                                uint8_t verr)
+{
+    ChppInflight *e = chpp_head(qp);
+
+    chpp_guest_error(s, "QP %u: WQE %u completes with status %u (reason %u)",
+                     chpp_qpn(s, qp), e->wqe_idx, status, verr);
+    chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode), status,
+                  verr, 0);
+    chpp_pop(qp);
+    chpp_qp_timer_stop(s, qp);
+    chpp_qp_fail(s, qp, CHPP_QPS_ERR, 0);
+}
+
+static bool chpp_is_rd_atomic(uint8_t op)
+{
+    return op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
+           op == CHPP_WQE_ATOMIC_FA;
+}
+
+/*
+ * Complete in-flight WQEs acknowledged by @psn: those whose last PSN is
+ * before it (or at it, if @inclusive).  GET and atomics need their
+ * response, so an acknowledgement never completes them.
+ */
+void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t psn,
+                        bool inclusive)
+{
+    ChppInflight *e;
+
+    while ((e = chpp_head(qp))) {
+        int32_t d = chpp_psn_diff(e->last_psn, psn);
+
+        if (e->status) {
+            /* Everything before the failed WQE is done: now it fails. */
+            chpp_comp_fail_head(s, qp, e->status, e->vendor_err);
+            return;
+        }
+        if (d > 0 || (d == 0 && !inclusive) || chpp_is_rd_atomic(e->opcode)) {
+            return;
+        }
+        chpp_comp_success(s, qp);
+    }
+}
+
+static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
+{
+    if (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) {
+        return;
+    }
+    /* A queued local error may have reached the head. */
+    if (chpp_head(qp) && chpp_head(qp)->status) {
+        chpp_comp_complete(s, qp, 0, false);
+        return;
+    }
+    qp->eng.retry_left = qp->retry_cnt;
+    if (!qp->eng.infl_count) {
+        if (qp->eng.timer_kind == CHPP_TIMER_RETRANSMIT) {
+            chpp_qp_timer_stop(s, qp);
+        }
+    } else if (qp->timeout && qp->eng.timer_kind != CHPP_TIMER_RNR) {
+        chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
+                          chpp_local_ack_timeout_ns(qp->timeout));
+    }
+    chpp_engine_progress(s, qp);
+    chpp_req_run(s, qp);
+}
+
+/* Place a GET response in the WQE's scatter list. */
+static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
+    ChppInflight *e;
+    uint8_t status = 0, verr = 0;
+
+    /* Earlier sends and PUTs are acknowledged implicitly. */
+    while ((e = chpp_head(qp)) && !chpp_is_rd_atomic(e->opcode) &&
+           !e->status && chpp_psn_diff(e->last_psn, pkt->psn) < 0) {
+        chpp_comp_success(s, qp);
+    }
+    e = chpp_head(qp);
+    if (!e || e->status) {
+        chpp_comp_complete(s, qp, 0, false);
+        return;
+    }
+    if (e->opcode != CHPP_WQE_GET || pkt->offset != e->done ||
+        chpp_psn_diff(pkt->psn, e->first_psn) < 0 ||
+        chpp_psn_diff(pkt->psn, e->last_psn) > 0 ||
+        (uint64_t)pkt->offset + pkt->len > e->length) {
+        /* Not the response we wait for: go-back-N will ask again. */
+        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected GET response");
+        return;
+    }
+    if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
+        chpp_comp_fail_head(s, qp, status, verr);
+        return;
+    }
+    if (pkt->len && !chpp_sge_rw(s, qp, w->sge, w->num_sge, pkt->offset,
+                                 pkt->payload, pkt->len,
+                                 DMA_DIRECTION_FROM_DEVICE, &verr)) {
+        chpp_comp_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
+        return;
+    }
+    e->done += pkt->len;
+    if (e->done == e->length) {
+        chpp_comp_success(s, qp);
+    }
+    chpp_comp_progress(s, qp);
+}
+
+static void chpp_comp_atomic_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
+    ChppInflight *e;
+    uint8_t status = 0, verr = 0;
+    uint64_t orig = cpu_to_le64(pkt->atomic0);
+
+    chpp_comp_complete(s, qp, chpp_psn_add(pkt->psn, CHPP_PSN_MASK), true);
+    e = chpp_head(qp);
+    if (!e || e->first_psn != pkt->psn ||
+        (e->opcode != CHPP_WQE_ATOMIC_CS && e->opcode != CHPP_WQE_ATOMIC_FA)) {
+        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected atomic response");
+        return;
+    }
+    if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
+        chpp_comp_fail_head(s, qp, status, verr);
+        return;
+    }
+    if (!chpp_sge_rw(s, qp, w->sge, w->num_sge, 0, &orig, sizeof(orig),
+                     DMA_DIRECTION_FROM_DEVICE, &verr)) {
+        chpp_comp_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
+        return;
+    }
+    chpp_comp_success(s, qp);
+    chpp_comp_progress(s, qp);
+}
+
+static uint8_t chpp_nak_status(uint8_t syndrome)
+{
+    switch (syndrome) {
+    case CHPP_NAK_INV_REQ:
+        return CHPP_WC_REM_INV_REQ_ERR;
+    case CHPP_NAK_REM_ACCESS:
+        return CHPP_WC_REM_ACCESS_ERR;
+    default:
+        return CHPP_WC_REM_OP_ERR;
+    }
+}
+
+static void chpp_comp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    ChppInflight *e;
+
+    /* A NAK acknowledges everything before its PSN. */
+    chpp_comp_complete(s, qp, pkt->psn, false);
+    e = chpp_head(qp);
+    if (!e || qp->state == CHPP_QPS_ERR ||
+        chpp_psn_diff(pkt->psn, e->first_psn) < 0) {
+        return;
+    }
+    switch (pkt->syndrome) {
+    case CHPP_NAK_PSN_SEQ:
+        if (qp->eng.timer_kind == CHPP_TIMER_RNR) {
+            return;     /* the rest of an RNR-refused message: wait */
+        }
+        if (!qp->eng.retry_left) {
+            chpp_comp_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR,
+                                CHPP_VERR_TIMEOUT);
+            return;
+        }
+        qp->eng.retry_left--;
+        chpp_req_retransmit(s, qp);
+        return;
+    case CHPP_NAK_RNR:
+        chpp_count(s, CHPP_CNT_RNR_NAKS);
+        if (qp->rnr_retry != 7 && !qp->eng.rnr_left) {
+            chpp_comp_fail_head(s, qp, CHPP_WC_RNR_RETRY_EXC_ERR,
+                                CHPP_VERR_RNR);
+            return;
+        }
+        if (qp->rnr_retry != 7) {
+            qp->eng.rnr_left--;
+        }
+        chpp_qp_timer_arm(s, qp, CHPP_TIMER_RNR,
+                          chpp_rnr_timer_ns(pkt->rnr_timer));
+        return;
+    default:
+        chpp_comp_fail_head(s, qp, chpp_nak_status(pkt->syndrome),
+                            pkt->syndrome == CHPP_NAK_REM_ACCESS ?
+                            CHPP_VERR_RKEY : CHPP_VERR_REMOTE_INVALID);
+    }
+}
+
+void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
+{
+    ChppQp *qp = chpp_qp_lookup(s, pkt->dst_qpn);
+
+    if (!qp || qp->type != CHPP_QPT_RC ||
+        (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) ||
+        pkt->src_node != qp->dest_node || pkt->src_qpn != qp->dest_qpn ||
+        pkt->src_vf != qp->dest_vf) {
+        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "response for no connection");
+        return;
+    }
+    if (pkt->magic != qp->magic) {
+        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+        chpp_count(s, CHPP_CNT_MAGIC_DROPS);
+        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "QP magic mismatch");
+        return;
+    }
+    switch (pkt->op) {
+    case CHPP_OP_ACK:
+        chpp_comp_complete(s, qp, pkt->psn, true);
+        chpp_comp_progress(s, qp);
+        break;
+    case CHPP_OP_NAK:
+        chpp_comp_nak(s, qp, pkt);
+        break;
+    case CHPP_OP_READ_RESP:
+        chpp_comp_read_resp(s, qp, pkt);
+        break;
+    case CHPP_OP_ATOMIC_ACK:
+        chpp_comp_atomic_ack(s, qp, pkt);
+        break;
+    }
+}
+
+/* No response within the local ACK timeout. */
+void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp)
+{
+    if (!qp->eng.infl_count ||
+        (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD)) {
+        return;
+    }
+    if (!qp->eng.retry_left) {
+        chpp_comp_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR, CHPP_VERR_TIMEOUT);
+        return;
+    }
+    qp->eng.retry_left--;
+    chpp_req_retransmit(s, qp);
+}

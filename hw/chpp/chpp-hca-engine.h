@@ -1,0 +1,135 @@
+/*
+ * chpp-hca: interfaces between the engine's parts (requester, responder,
+ * completer, wire).  Private to hw/chpp/chpp-hca-{engine,req,resp,comp,
+ * wire}.c.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_CHPP_HCA_ENGINE_H
+#define HW_CHPP_HCA_ENGINE_H
+
+#include "chpp-hca.h"
+
+#define CHPP_PSN_MASK 0xffffffu
+
+static inline uint32_t chpp_psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & CHPP_PSN_MASK;
+}
+
+/* a - b as a signed distance in 24-bit PSN space. */
+static inline int32_t chpp_psn_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline uint32_t chpp_mtu_bytes(uint8_t mtu)
+{
+    return 128u << MIN(MAX(mtu, 1), 5);
+}
+
+typedef struct ChppSge {
+    uint32_t lkey;
+    uint32_t length;
+    uint64_t addr;
+} ChppSge;
+
+/* A packet: the header fields in host order plus its payload. */
+typedef struct ChppPkt {
+    uint8_t vc;                 /* virtual channel: CHPP_VC_* */
+    uint8_t pkt_type;           /* enum chpp_pkt_type */
+    uint8_t op;                 /* enum chpp_wire_op */
+    uint8_t flags;              /* CHPP_WIRE_F_* */
+    uint8_t syndrome;           /* enum chpp_wire_syndrome */
+    uint8_t magic;
+    uint8_t src_vf;
+    uint8_t dst_vf;
+    uint8_t rnr_timer;
+    uint16_t src_node;
+    uint16_t dst_node;
+    uint32_t psn;
+    uint32_t src_qpn;
+    uint32_t dst_qpn;
+    uint32_t rkey;
+    uint32_t imm;
+    uint32_t qkey;
+    uint64_t va;
+    uint32_t msg_len;
+    uint32_t offset;
+    uint64_t atomic0;
+    uint64_t atomic1;
+    uint32_t len;               /* payload bytes */
+    uint8_t *payload;           /* len bytes, owned by the packet */
+} ChppPkt;
+
+/* A parsed, validated send WQE. */
+typedef struct ChppWqe {
+    uint32_t idx;
+    struct chpp_wqe_ctrl ctrl;  /* host order */
+    struct chpp_wqe_ud ud;
+    struct chpp_wqe_raddr raddr;
+    struct chpp_wqe_atomic atomic;
+    uint32_t num_sge;
+    ChppSge sge[CHPP_MAX_SGE];
+    const ChppMpt *sge_mr[CHPP_MAX_SGE];
+    uint32_t inline_len;
+    uint8_t inline_data[1 << CHPP_MAX_WQE_SHIFT];
+    uint32_t length;            /* message bytes */
+} ChppWqe;
+
+/* chpp-hca-engine.c */
+ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn);
+uint32_t chpp_qpn(ChppHcaState *s, ChppQp *qp);
+void chpp_engine_kick(ChppHcaState *s);
+void chpp_engine_qp_ready(ChppHcaState *s, ChppQp *qp);
+void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
+                       int64_t delay_ns);
+void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp);
+int64_t chpp_local_ack_timeout_ns(uint8_t timeout);
+int64_t chpp_rnr_timer_ns(uint8_t code);
+bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                   uint8_t opcode, uint8_t status, uint8_t verr,
+                   uint32_t byte_len);
+void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type);
+/* Post @event_type (0: none) and move the QP to @new_state (ERR/SQE). */
+void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
+                  uint8_t event_type);
+/* Completions made progress: SQ drained event, more requests. */
+void chpp_engine_progress(ChppHcaState *s, ChppQp *qp);
+
+/* chpp-hca-req.c */
+void chpp_req_run(ChppHcaState *s, ChppQp *qp);
+bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
+                    uint8_t *status, uint8_t *verr);
+bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
+                 uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+                 DMADirection dir, uint8_t *verr);
+void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp);
+void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
+uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
+
+/* chpp-hca-resp.c */
+void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt);
+void chpp_resp_flush(ChppHcaState *s, ChppQp *qp);
+bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
+                     uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
+                     uint32_t *capacity);
+
+/* chpp-hca-comp.c */
+void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt);
+void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t upto_psn,
+                        bool inclusive);
+void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp);
+
+/* chpp-hca-wire.c */
+void chpp_pkt_free(ChppPkt *pkt);
+/* Encode and send; false if the destination is unreachable. */
+bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt);
+/* Take one received frame (VC0 first); NULL when idle. */
+ChppPkt *chpp_wire_next(ChppHcaState *s);
+void chpp_wire_reset(ChppHcaState *s);
+/* Frame bytes -> packet; NULL (counted) if malformed. */
+ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len);
+uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len);
+
+#endif

@@ -1,0 +1,577 @@
+/*
+ * chpp-hca: the requester: send WQEs -> packets (NAP, PUT, GET, atomics).
+ *
+ * WQEs are copied out of the ring and validated before anything acts on
+ * them; data is gathered through the memory-region checks of
+ * chpp-hca-mr.c.  RC WQEs stay in flight until the completer matches their
+ * ACK or response; UC and UD complete once their packets are sent.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+#define CHPP_IDX_MASK 0xffffu
+
+uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode)
+{
+    switch (wqe_opcode) {
+    case CHPP_WQE_PUT:
+    case CHPP_WQE_PUT_IMM:
+        return CHPP_CQE_OP_RDMA_WRITE;
+    case CHPP_WQE_GET:
+        return CHPP_CQE_OP_RDMA_READ;
+    case CHPP_WQE_ATOMIC_CS:
+        return CHPP_CQE_OP_COMP_SWAP;
+    case CHPP_WQE_ATOMIC_FA:
+        return CHPP_CQE_OP_FETCH_ADD;
+    default:
+        return CHPP_CQE_OP_SEND;
+    }
+}
+
+static bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
+{
+    switch (op) {
+    case CHPP_WQE_SEND:
+    case CHPP_WQE_SEND_IMM:
+    case CHPP_WQE_NAP:
+        return true;
+    case CHPP_WQE_PUT:
+    case CHPP_WQE_PUT_IMM:
+        return type != CHPP_QPT_UD;
+    case CHPP_WQE_GET:
+    case CHPP_WQE_ATOMIC_CS:
+    case CHPP_WQE_ATOMIC_FA:
+        return type == CHPP_QPT_RC;
+    default:
+        return false;
+    }
+}
+
+static bool chpp_wqe_is_rd_atomic(uint8_t op)
+{
+    return op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
+           op == CHPP_WQE_ATOMIC_FA;
+}
+
+static bool chpp_wqe_bad(uint8_t *status, uint8_t *verr, uint8_t st,
+                         uint8_t ve)
+{
+    *status = st;
+    *verr = ve;
+    return false;
+}
+
+/*
+ * Copy WQE @idx out of the SQ and validate it.  On failure *status and
+ * *verr say why (w->ctrl.wr_id is valid whenever the ring was readable).
+ */
+bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
+                    uint8_t *status, uint8_t *verr)
+{
+    uint32_t stride = 1u << qp->log_sq_stride;
+    uint64_t off = (uint64_t)(idx & ((1u << qp->log_sq_size) - 1))
+                   << qp->log_sq_stride;
+    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
+    uint32_t pos = sizeof(struct chpp_wqe_ctrl);
+    uint64_t total = 0;
+    bool writes_local;
+    uint32_t i;
+
+    memset(&w->ctrl, 0, sizeof(w->ctrl));
+    w->idx = idx;
+    w->num_sge = 0;
+    w->inline_len = 0;
+    if (!chpp_ring_rw(s, &qp->sq, off, buf, stride,
+                      DMA_DIRECTION_TO_DEVICE)) {
+        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                            CHPP_VERR_DMA);
+    }
+    memcpy(&w->ctrl, buf, sizeof(w->ctrl));
+    w->ctrl.imm = le32_to_cpu(w->ctrl.imm);
+    w->ctrl.wr_id = le64_to_cpu(w->ctrl.wr_id);
+    trace_chpp_hca_wqe(chpp_qpn(s, qp), idx, w->ctrl.opcode, w->ctrl.flags,
+                       w->ctrl.num_sge);
+
+    if (!chpp_wqe_opcode_ok(qp->type, w->ctrl.opcode) ||
+        w->ctrl.flags & ~(CHPP_WQE_SIGNALED | CHPP_WQE_SOLICITED |
+                          CHPP_WQE_FENCE | CHPP_WQE_INLINE)) {
+        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                            CHPP_VERR_BAD_OPCODE);
+    }
+    if (qp->type == CHPP_QPT_UD) {
+        memcpy(&w->ud, buf + pos, sizeof(w->ud));
+        w->ud.dest_node = le32_to_cpu(w->ud.dest_node);
+        w->ud.dest_qpn = le32_to_cpu(w->ud.dest_qpn);
+        w->ud.qkey = le32_to_cpu(w->ud.qkey);
+        pos += sizeof(w->ud);
+    }
+    if (w->ctrl.opcode >= CHPP_WQE_PUT) {
+        memcpy(&w->raddr, buf + pos, sizeof(w->raddr));
+        w->raddr.raddr = le64_to_cpu(w->raddr.raddr);
+        w->raddr.rkey = le32_to_cpu(w->raddr.rkey);
+        pos += sizeof(w->raddr);
+    }
+    if (w->ctrl.opcode == CHPP_WQE_ATOMIC_CS ||
+        w->ctrl.opcode == CHPP_WQE_ATOMIC_FA) {
+        memcpy(&w->atomic, buf + pos, sizeof(w->atomic));
+        w->atomic.swap_add = le64_to_cpu(w->atomic.swap_add);
+        w->atomic.compare = le64_to_cpu(w->atomic.compare);
+        pos += sizeof(w->atomic);
+    }
+    if (pos > stride) {
+        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                            CHPP_VERR_BAD_SGE_COUNT);
+    }
+
+    if (w->ctrl.flags & CHPP_WQE_INLINE) {
+        uint32_t room = stride - pos;
+
+        if (chpp_wqe_is_rd_atomic(w->ctrl.opcode) ||
+            room < sizeof(struct chpp_wqe_inline)) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                                CHPP_VERR_BAD_OPCODE);
+        }
+        w->inline_len = ldl_le_p(buf + pos);
+        room -= sizeof(struct chpp_wqe_inline);
+        if (w->inline_len > room) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
+                                CHPP_VERR_INLINE_TOO_LONG);
+        }
+        memcpy(w->inline_data, buf + pos + sizeof(struct chpp_wqe_inline),
+               w->inline_len);
+        total = w->inline_len;
+    } else {
+        w->num_sge = w->ctrl.num_sge;
+        if (w->num_sge > CHPP_MAX_SGE ||
+            pos + w->num_sge * sizeof(struct chpp_wqe_sge) > stride) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                                CHPP_VERR_BAD_SGE_COUNT);
+        }
+        for (i = 0; i < w->num_sge; i++) {
+            const uint8_t *p = buf + pos + i * sizeof(struct chpp_wqe_sge);
+
+            w->sge[i].length = ldl_le_p(p);
+            w->sge[i].lkey = ldl_le_p(p + 4);
+            w->sge[i].addr = ldq_le_p(p + 8);
+            total += w->sge[i].length;
+        }
+    }
+    if (total > CHPP_MAX_MSG_SIZE) {
+        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
+                            CHPP_VERR_LENGTH_OVERFLOW);
+    }
+    w->length = total;
+
+    switch (w->ctrl.opcode) {
+    case CHPP_WQE_NAP:
+        if (w->length > CHPP_NAP_MAX_PAYLOAD) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
+                                CHPP_VERR_NAP_TOO_LONG);
+        }
+        break;
+    case CHPP_WQE_ATOMIC_CS:
+    case CHPP_WQE_ATOMIC_FA:
+        if (w->num_sge != 1 || w->length != 8) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
+                                CHPP_VERR_LENGTH_OVERFLOW);
+        }
+        break;
+    }
+    if (qp->type == CHPP_QPT_UD && w->length > CHPP_WIRE_MAX_PAYLOAD) {
+        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
+                            CHPP_VERR_LENGTH_OVERFLOW);
+    }
+
+    /* Every segment must be a region of this PD with the needed rights. */
+    writes_local = chpp_wqe_is_rd_atomic(w->ctrl.opcode);
+    for (i = 0; i < w->num_sge; i++) {
+        w->sge_mr[i] = chpp_mr_lookup(s, w->sge[i].lkey, qp->pd,
+                                      w->sge[i].addr, w->sge[i].length,
+                                      writes_local ? CHPP_MPT_LOCAL_WRITE : 0,
+                                      verr);
+        if (!w->sge_mr[i]) {
+            *status = CHPP_WC_LOC_PROT_ERR;
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Copy @len bytes at message offset @offset between @buf and a scatter/
+ * gather list, checking each piece against its region.
+ */
+bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
+                 uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+                 DMADirection dir, uint8_t *verr)
+{
+    uint32_t need = dir == DMA_DIRECTION_FROM_DEVICE ? CHPP_MPT_LOCAL_WRITE : 0;
+    uint8_t *p = buf;
+    uint32_t i;
+
+    for (i = 0; i < num_sge && len; i++) {
+        uint32_t chunk;
+        const ChppMpt *mr;
+
+        if (offset >= sge[i].length) {
+            offset -= sge[i].length;
+            continue;
+        }
+        chunk = MIN(sge[i].length - offset, len);
+        mr = chpp_mr_lookup(s, sge[i].lkey, qp->pd, sge[i].addr + offset,
+                            chunk, need, verr);
+        if (!mr) {
+            return false;
+        }
+        if (!chpp_mr_rw(s, mr, sge[i].addr + offset, p, chunk, dir)) {
+            *verr = CHPP_VERR_DMA;
+            return false;
+        }
+        p += chunk;
+        len -= chunk;
+        offset = 0;
+    }
+    if (len) {
+        *verr = CHPP_VERR_LKEY_BOUNDS;
+        return false;
+    }
+    return true;
+}
+
+static uint32_t chpp_req_mtu(ChppQp *qp)
+{
+    return qp->type == CHPP_QPT_UD ? CHPP_WIRE_MAX_PAYLOAD
+                                   : chpp_mtu_bytes(qp->path_mtu);
+}
+
+/* PSNs a WQE uses: one per packet; a GET one per response packet. */
+static uint32_t chpp_wqe_npkts(ChppQp *qp, uint8_t opcode, uint32_t length)
+{
+    if (opcode == CHPP_WQE_ATOMIC_CS || opcode == CHPP_WQE_ATOMIC_FA) {
+        return 1;
+    }
+    return MAX(1, DIV_ROUND_UP(length, chpp_req_mtu(qp)));
+}
+
+static void chpp_req_pkt_init(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
+                              ChppPkt *pkt)
+{
+    *pkt = (ChppPkt) {
+        .src_qpn = chpp_qpn(s, qp),
+        .src_node = s->params.node_id,
+        .msg_len = w->length,
+        .imm = w->ctrl.imm,
+    };
+    if (qp->type == CHPP_QPT_UD) {
+        pkt->dst_node = w->ud.dest_node;
+        pkt->dst_qpn = w->ud.dest_qpn;
+        pkt->dst_vf = w->ud.dest_vf;
+        pkt->magic = w->ud.dest_magic;
+        pkt->qkey = w->ud.qkey;
+    } else {
+        pkt->dst_node = qp->dest_node;
+        pkt->dst_qpn = qp->dest_qpn;
+        pkt->dst_vf = qp->dest_vf;
+        pkt->magic = qp->dest_magic;
+    }
+}
+
+/*
+ * Send the packets of WQE @w starting at @psn.  Returns false with a
+ * completion status if it cannot (data fault, no route).
+ */
+static bool chpp_req_send_wqe(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
+                              uint32_t psn, uint8_t *status, uint8_t *verr)
+{
+    uint32_t mtu = chpp_req_mtu(qp);
+    uint32_t npkts = chpp_wqe_npkts(qp, w->ctrl.opcode, w->length);
+    uint8_t op = w->ctrl.opcode;
+    ChppPkt pkt;
+    uint32_t i;
+
+    chpp_req_pkt_init(s, qp, w, &pkt);
+    if (op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
+        op == CHPP_WQE_ATOMIC_FA) {
+        bool get = op == CHPP_WQE_GET;
+
+        pkt.op = get ? CHPP_OP_READ_REQ :
+                 op == CHPP_WQE_ATOMIC_CS ? CHPP_OP_ATOMIC_CS :
+                 CHPP_OP_ATOMIC_FA;
+        pkt.pkt_type = get ? CHPP_PKT_GET : CHPP_PKT_ATOMIC;
+        pkt.vc = get ? CHPP_VC_GET : CHPP_VC_DATA;
+        pkt.flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST |
+                    CHPP_WIRE_F_ACK_REQ;
+        pkt.psn = psn;
+        pkt.va = w->raddr.raddr;
+        pkt.rkey = w->raddr.rkey;
+        pkt.atomic0 = w->atomic.swap_add;
+        pkt.atomic1 = w->atomic.compare;
+        if (!chpp_wire_send(s, &pkt)) {
+            goto no_route;
+        }
+        return true;
+    }
+
+    switch (op) {
+    case CHPP_WQE_SEND:
+        pkt.op = CHPP_OP_SEND;
+        break;
+    case CHPP_WQE_SEND_IMM:
+        pkt.op = CHPP_OP_SEND_IMM;
+        break;
+    case CHPP_WQE_NAP:
+        pkt.op = CHPP_OP_NAP;
+        break;
+    case CHPP_WQE_PUT:
+        pkt.op = CHPP_OP_WRITE;
+        break;
+    default:
+        pkt.op = CHPP_OP_WRITE_IMM;
+        break;
+    }
+    pkt.pkt_type = op >= CHPP_WQE_PUT ? CHPP_PKT_PUT : CHPP_PKT_NAP;
+    pkt.vc = CHPP_VC_DATA;
+    pkt.rkey = w->raddr.rkey;
+
+    for (i = 0; i < npkts; i++) {
+        uint32_t off = i * mtu;
+        uint32_t len = MIN(mtu, w->length - off);
+        bool last = i == npkts - 1;
+        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
+
+        if (w->inline_len) {
+            memcpy(data, w->inline_data + off, len);
+        } else if (len && !chpp_sge_rw(s, qp, w->sge, w->num_sge, off, data,
+                                       len, DMA_DIRECTION_TO_DEVICE, verr)) {
+            *status = CHPP_WC_LOC_PROT_ERR;
+            return false;
+        }
+        pkt.flags = (i == 0 ? CHPP_WIRE_F_FIRST : 0) |
+                    (last ? CHPP_WIRE_F_LAST : 0);
+        if (last) {
+            if (qp->type == CHPP_QPT_RC) {
+                pkt.flags |= CHPP_WIRE_F_ACK_REQ;
+            }
+            if (w->ctrl.flags & CHPP_WQE_SOLICITED) {
+                pkt.flags |= CHPP_WIRE_F_SOLICITED;
+            }
+            if (op == CHPP_WQE_SEND_IMM || op == CHPP_WQE_PUT_IMM) {
+                pkt.flags |= CHPP_WIRE_F_IMM;
+            }
+        }
+        pkt.psn = chpp_psn_add(psn, i);
+        pkt.offset = off;
+        pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
+        pkt.len = len;
+        pkt.payload = data;
+        if (!chpp_wire_send(s, &pkt)) {
+            pkt.payload = NULL;
+            goto no_route;
+        }
+        pkt.payload = NULL;
+    }
+    return true;
+
+no_route:
+    /* Nobody answers on a missing route: RC gives up as after retries. */
+    *status = qp->type == CHPP_QPT_RC ? CHPP_WC_RETRY_EXC_ERR
+                                      : CHPP_WC_SUCCESS;
+    *verr = CHPP_VERR_NO_ROUTE;
+    if (qp->type != CHPP_QPT_RC) {
+        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+        return true;
+    }
+    return false;
+}
+
+static ChppInflight *chpp_infl(ChppQp *qp, uint32_t i)
+{
+    return &qp->eng.inflight[(qp->eng.infl_head + i) % CHPP_MAX_INFLIGHT];
+}
+
+/* Complete the WQE being started now (UC/UD, or an RC error at once). */
+static void chpp_req_complete_now(ChppHcaState *s, ChppQp *qp,
+                                  const ChppWqe *w, uint8_t status,
+                                  uint8_t verr)
+{
+    bool signaled = (w->ctrl.flags & CHPP_WQE_SIGNALED) ||
+                    (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL);
+
+    if (status || signaled) {
+        chpp_send_cqe(s, qp, w->ctrl.wr_id,
+                      chpp_cqe_send_opcode(w->ctrl.opcode), status, verr,
+                      status ? 0 : w->length);
+    }
+    qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+}
+
+/* A WQE failed before it was sent: complete it in order, then fail. */
+static void chpp_req_wqe_error(ChppHcaState *s, ChppQp *qp, ChppWqe *w,
+                               uint8_t status, uint8_t verr)
+{
+    chpp_guest_error(s, "QP %u: send WQE %u failed (status %u, reason %u)",
+                     chpp_qpn(s, qp), w->idx, status, verr);
+    qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+    if (qp->type == CHPP_QPT_RC && qp->eng.infl_count) {
+        /* Earlier WQEs are still in flight: queue the error behind them. */
+        ChppInflight *e = chpp_infl(qp, qp->eng.infl_count++);
+
+        *e = (ChppInflight) {
+            .wr_id = w->ctrl.wr_id,
+            .wqe_idx = w->idx,
+            .first_psn = qp->sq_psn,
+            .last_psn = chpp_psn_add(qp->sq_psn, CHPP_PSN_MASK),
+            .opcode = w->ctrl.opcode,
+            .flags = w->ctrl.flags,
+            .status = status,
+            .vendor_err = verr,
+        };
+        return;
+    }
+    chpp_req_complete_now(s, qp, w, status, verr);
+    chpp_qp_fail(s, qp, qp->type == CHPP_QPT_RC ? CHPP_QPS_ERR
+                                                : CHPP_QPS_SQE, 0);
+}
+
+static bool chpp_req_blocked(ChppQp *qp)
+{
+    if (qp->eng.timer_kind == CHPP_TIMER_RNR) {
+        return true;
+    }
+    if (qp->type != CHPP_QPT_RC) {
+        return false;
+    }
+    /* A queued local error must complete before anything else starts. */
+    return qp->eng.infl_count == CHPP_MAX_INFLIGHT ||
+           (qp->eng.infl_count &&
+            chpp_infl(qp, qp->eng.infl_count - 1)->status);
+}
+
+void chpp_req_run(ChppHcaState *s, ChppQp *qp)
+{
+    g_autofree ChppWqe *w = NULL;
+
+    if (qp->state == CHPP_QPS_ERR) {
+        chpp_req_flush(s, qp);
+        chpp_resp_flush(s, qp);
+        return;
+    }
+    if (qp->state != CHPP_QPS_RTS) {
+        return;
+    }
+    w = g_new(ChppWqe, 1);
+    while (qp->sq_ci != qp->sq_pi && qp->state == CHPP_QPS_RTS &&
+           !chpp_req_blocked(qp)) {
+        uint8_t status = 0, verr = 0;
+        uint32_t npkts, psn = qp->sq_psn;
+
+        if (!chpp_wqe_fetch(s, qp, qp->sq_ci, w, &status, &verr)) {
+            chpp_req_wqe_error(s, qp, w, status, verr);
+            continue;
+        }
+        if (chpp_wqe_is_rd_atomic(w->ctrl.opcode) &&
+            qp->eng.rd_atomic >= MAX(qp->max_rd_atomic, 1)) {
+            return;             /* initiator depth reached */
+        }
+        if ((w->ctrl.flags & CHPP_WQE_FENCE) && qp->eng.rd_atomic) {
+            return;             /* fence: earlier GET/atomics first */
+        }
+        npkts = chpp_wqe_npkts(qp, w->ctrl.opcode, w->length);
+        if (!chpp_req_send_wqe(s, qp, w, psn, &status, &verr)) {
+            chpp_req_wqe_error(s, qp, w, status, verr);
+            continue;
+        }
+        chpp_count(s, CHPP_CNT_WQES);
+        qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+        if (qp->type == CHPP_QPT_UD) {
+            chpp_req_complete_now(s, qp, w, 0, 0);
+            continue;
+        }
+        qp->sq_psn = chpp_psn_add(psn, npkts);
+        if (qp->type == CHPP_QPT_UC) {
+            chpp_req_complete_now(s, qp, w, 0, 0);
+            continue;
+        }
+        *chpp_infl(qp, qp->eng.infl_count++) = (ChppInflight) {
+            .wr_id = w->ctrl.wr_id,
+            .wqe_idx = w->idx,
+            .first_psn = psn,
+            .last_psn = chpp_psn_add(psn, npkts - 1),
+            .length = w->length,
+            .opcode = w->ctrl.opcode,
+            .flags = w->ctrl.flags,
+        };
+        if (chpp_wqe_is_rd_atomic(w->ctrl.opcode)) {
+            qp->eng.rd_atomic++;
+        }
+        if (qp->eng.timer_kind == CHPP_TIMER_NONE && qp->timeout) {
+            chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
+                              chpp_local_ack_timeout_ns(qp->timeout));
+        }
+    }
+}
+
+/* Go back N: send every WQE in flight again, from the oldest. */
+void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
+{
+    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
+    uint32_t i;
+
+    if (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) {
+        return;
+    }
+    for (i = 0; i < qp->eng.infl_count; i++) {
+        ChppInflight *e = chpp_infl(qp, i);
+        uint8_t status = 0, verr = 0;
+
+        if (e->status) {
+            break;
+        }
+        chpp_count(s, CHPP_CNT_RETRANSMITS);
+        e->done = 0;
+        if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr) ||
+            !chpp_req_send_wqe(s, qp, w, e->first_psn, &status, &verr)) {
+            e->status = status;
+            e->vendor_err = verr;
+            /* Everything before it may still be acknowledged. */
+            break;
+        }
+    }
+    if (qp->eng.infl_count && qp->timeout) {
+        chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
+                          chpp_local_ack_timeout_ns(qp->timeout));
+    }
+    chpp_req_run(s, qp);
+}
+
+/* Flush every send WQE the device owns, oldest first. */
+void chpp_req_flush(ChppHcaState *s, ChppQp *qp)
+{
+    while (qp->eng.infl_count) {
+        ChppInflight *e = chpp_infl(qp, 0);
+
+        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
+                      e->status ? e->status : CHPP_WC_WR_FLUSH_ERR,
+                      e->status ? e->vendor_err : CHPP_VERR_FLUSH, 0);
+        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
+        qp->eng.infl_count--;
+    }
+    qp->eng.rd_atomic = 0;
+    while (qp->sq_ci != qp->sq_pi) {
+        struct chpp_wqe_ctrl ctrl = {};
+        uint64_t off = (uint64_t)(qp->sq_ci & ((1u << qp->log_sq_size) - 1))
+                       << qp->log_sq_stride;
+
+        chpp_ring_rw(s, &qp->sq, off, &ctrl, sizeof(ctrl),
+                     DMA_DIRECTION_TO_DEVICE);
+        chpp_send_cqe(s, qp, le64_to_cpu(ctrl.wr_id),
+                      chpp_cqe_send_opcode(ctrl.opcode), CHPP_WC_WR_FLUSH_ERR,
+                      CHPP_VERR_FLUSH, 0);
+        qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+    }
+    qp->eng.sq_comp = qp->sq_ci;
+}

@@ -1,0 +1,539 @@
+/*
+ * chpp-hca: the responder: request packets -> receive WQEs, memory
+ * writes, GET responses, atomics, ACKs and NAKs.
+ *
+ * A GET is executed here as a PUT back to the requester (seed 004): the
+ * responses travel on the data virtual channel while GET requests have
+ * their own, so GETs in both directions cannot deadlock.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+#define CHPP_IDX_MASK 0xffffu
+
+static void chpp_resp_drop(ChppHcaState *s, ChppPkt *pkt, const char *why)
+{
+    chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+    trace_chpp_hca_pkt_dropped(pkt->dst_qpn, why);
+}
+
+/* Answer @req (ACK, NAK or atomic ACK) from @qp. */
+static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
+                            uint8_t op, uint32_t psn, uint8_t syndrome,
+                            uint64_t atomic)
+{
+    ChppPkt pkt = {
+        .vc = CHPP_VC_DATA,
+        .pkt_type = CHPP_PKT_ACK,
+        .op = op,
+        .syndrome = syndrome,
+        .magic = qp->dest_magic,
+        .src_qpn = chpp_qpn(s, qp),
+        .dst_node = req->src_node,
+        .dst_qpn = req->src_qpn,
+        .dst_vf = req->src_vf,
+        .psn = psn,
+        .rnr_timer = qp->min_rnr_timer,
+        .atomic0 = atomic,
+    };
+
+    trace_chpp_hca_resp_reply(chpp_qpn(s, qp), op, psn, syndrome);
+    chpp_wire_send(s, &pkt);
+}
+
+static void chpp_resp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
+                          uint8_t syndrome)
+{
+    chpp_resp_reply(s, qp, req, CHPP_OP_NAK, req->psn, syndrome, 0);
+}
+
+/* Copy receive WQE @idx out of the RQ and validate its segment list. */
+bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
+                     uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
+                     uint32_t *capacity)
+{
+    uint32_t stride = 1u << qp->log_rq_stride;
+    uint64_t off = (uint64_t)(idx & ((1u << qp->log_rq_size) - 1))
+                   << qp->log_rq_stride;
+    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
+    uint64_t cap = 0;
+    uint32_t i, n;
+
+    *wr_id = 0;
+    if (!chpp_ring_rw(s, &qp->rq, off, buf, stride,
+                      DMA_DIRECTION_TO_DEVICE)) {
+        return false;
+    }
+    *wr_id = ldq_le_p(buf);
+    n = ldl_le_p(buf + 8);
+    if (n > CHPP_MAX_SGE ||
+        sizeof(struct chpp_rwqe_hdr) + n * sizeof(struct chpp_wqe_sge) >
+        stride) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        const uint8_t *p = buf + sizeof(struct chpp_rwqe_hdr) +
+                           i * sizeof(struct chpp_wqe_sge);
+
+        sge[i].length = ldl_le_p(p);
+        sge[i].lkey = ldl_le_p(p + 4);
+        sge[i].addr = ldq_le_p(p + 8);
+        cap += sge[i].length;
+    }
+    *num_sge = n;
+    *capacity = MIN(cap, UINT32_MAX);
+    return true;
+}
+
+static void chpp_recv_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                          uint8_t opcode, uint8_t status, uint8_t verr,
+                          uint32_t byte_len, ChppPkt *pkt)
+{
+    bool sol = pkt && (pkt->flags & CHPP_WIRE_F_SOLICITED);
+    struct chpp_cqe cqe = {
+        .wr_id = cpu_to_le64(wr_id),
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(chpp_qpn(s, qp)),
+        .vendor_err = verr,
+        .opcode = opcode,
+        .status = status,
+    };
+
+    if (pkt && !status) {
+        cqe.src_qp = cpu_to_le32(pkt->src_qpn);
+        cqe.src_node = cpu_to_le16(pkt->src_node);
+        cqe.src_vf = pkt->src_vf;
+        if (pkt->flags & CHPP_WIRE_F_IMM) {
+            cqe.imm = cpu_to_le32(pkt->imm);
+            cqe.flags |= CHPP_CQE_FLAG_IMM;
+        }
+        if (sol) {
+            cqe.flags |= CHPP_CQE_FLAG_SOLICITED;
+        }
+    }
+    trace_chpp_hca_recv_cqe(chpp_qpn(s, qp), wr_id, opcode, status, byte_len);
+    chpp_cq_post(s, qp->recv_cqn, &cqe, sol);
+}
+
+/* A responder error: complete the receive (if any), NAK, leave RTS. */
+static void chpp_resp_fail(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt,
+                           uint8_t syndrome, uint8_t event, bool has_wqe,
+                           uint64_t wr_id, uint8_t status, uint8_t verr)
+{
+    chpp_guest_error(s, "QP %u: request PSN %u from %u/%u refused "
+                     "(NAK %u, reason %u)", chpp_qpn(s, qp), pkt->psn,
+                     pkt->src_node, pkt->src_qpn, syndrome, verr);
+    if (has_wqe) {
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, status, verr, 0, NULL);
+        qp->eng.recv_active = false;
+    }
+    if (qp->type == CHPP_QPT_RC) {
+        chpp_resp_nak(s, qp, pkt, syndrome);
+    }
+    chpp_qp_fail(s, qp, CHPP_QPS_ERR, event);
+}
+
+static bool chpp_rq_empty(ChppQp *qp)
+{
+    return qp->rq_ci == qp->rq_pi;
+}
+
+static void chpp_resp_rnr(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    trace_chpp_hca_resp_rnr(chpp_qpn(s, qp), pkt->psn);
+    if (qp->type == CHPP_QPT_RC) {
+        chpp_resp_reply(s, qp, pkt, CHPP_OP_NAK, pkt->psn, CHPP_NAK_RNR, 0);
+    } else {
+        chpp_resp_drop(s, pkt, "no receive WQE");
+    }
+}
+
+/* SEND, SEND_IMM and NAP: consume a receive WQE, scatter the payload. */
+static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    ChppQpEngine *eng = &qp->eng;
+    ChppSge sge[CHPP_MAX_SGE];
+    uint32_t num_sge, cap;
+    uint64_t wr_id;
+    uint8_t verr = 0;
+
+    if (pkt->flags & CHPP_WIRE_F_FIRST) {
+        if (eng->recv_active) {
+            chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ,
+                           CHPP_EVENT_WQ_INVAL_REQ, false, 0, 0,
+                           CHPP_VERR_REMOTE_INVALID);
+            return false;
+        }
+        if (chpp_rq_empty(qp)) {
+            chpp_resp_rnr(s, qp, pkt);
+            return false;
+        }
+        eng->recv_active = true;
+        eng->recv_wqe_idx = qp->rq_ci;
+        eng->recv_len = 0;
+        qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+    } else if (!eng->recv_active || pkt->offset != eng->recv_len) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, CHPP_EVENT_WQ_INVAL_REQ,
+                       false, 0, 0, CHPP_VERR_REMOTE_INVALID);
+        return false;
+    }
+    if (!chpp_rwqe_fetch(s, qp, eng->recv_wqe_idx, &wr_id, sge, &num_sge,
+                         &cap)) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP, CHPP_EVENT_WQ_CATAS_ERROR,
+                       true, wr_id, CHPP_WC_LOC_QP_OP_ERR,
+                       CHPP_VERR_BAD_SGE_COUNT);
+        return false;
+    }
+    if (pkt->msg_len > cap || (uint64_t)pkt->offset + pkt->len > cap) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, 0, true, wr_id,
+                       CHPP_WC_LOC_LEN_ERR, CHPP_VERR_RECV_TOO_SMALL);
+        return false;
+    }
+    if (pkt->len && !chpp_sge_rw(s, qp, sge, num_sge, pkt->offset,
+                                 pkt->payload, pkt->len,
+                                 DMA_DIRECTION_FROM_DEVICE, &verr)) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, true, wr_id,
+                       CHPP_WC_LOC_PROT_ERR, verr);
+        return false;
+    }
+    eng->recv_len += pkt->len;
+    if (pkt->flags & CHPP_WIRE_F_LAST) {
+        eng->recv_active = false;
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, 0, 0, eng->recv_len,
+                      pkt);
+    }
+    return true;
+}
+
+/* PUT and PUT with notification. */
+static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    const ChppMpt *mr;
+    uint8_t verr = 0;
+
+    if (pkt->op == CHPP_OP_WRITE_IMM && (pkt->flags & CHPP_WIRE_F_FIRST) &&
+        chpp_rq_empty(qp)) {
+        chpp_resp_rnr(s, qp, pkt);
+        return false;
+    }
+    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) ?
+         chpp_mr_lookup(s, pkt->rkey, qp->pd, pkt->va, pkt->len,
+                        CHPP_MPT_REMOTE_WRITE, &verr) : NULL;
+    if (!mr) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_ACCESS,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
+        return false;
+    }
+    if (pkt->len && !chpp_mr_rw(s, mr, pkt->va, pkt->payload, pkt->len,
+                                DMA_DIRECTION_FROM_DEVICE)) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
+                       CHPP_VERR_DMA);
+        return false;
+    }
+    if (pkt->op == CHPP_OP_WRITE_IMM && (pkt->flags & CHPP_WIRE_F_LAST)) {
+        uint64_t wr_id;
+        ChppSge sge[CHPP_MAX_SGE];
+        uint32_t num_sge, cap;
+
+        if (chpp_rq_empty(qp)) {
+            chpp_resp_rnr(s, qp, pkt);
+            return false;
+        }
+        chpp_rwqe_fetch(s, qp, qp->rq_ci, &wr_id, sge, &num_sge, &cap);
+        qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV_RDMA_IMM, 0, 0,
+                      pkt->msg_len, pkt);
+    }
+    return true;
+}
+
+/* GET: read the region and send it back as PUT-type responses. */
+static void chpp_resp_read(ChppHcaState *s, ChppQp *qp, ChppPkt *req)
+{
+    uint32_t mtu = chpp_mtu_bytes(qp->path_mtu);
+    uint32_t npkts = MAX(1, DIV_ROUND_UP(req->msg_len, mtu));
+    const ChppMpt *mr;
+    uint8_t verr = 0;
+    uint32_t i;
+
+    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_READ) ?
+         chpp_mr_lookup(s, req->rkey, qp->pd, req->va, req->msg_len,
+                        CHPP_MPT_REMOTE_READ, &verr) : NULL;
+    if (!mr) {
+        chpp_resp_fail(s, qp, req, CHPP_NAK_REM_ACCESS,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
+        return;
+    }
+    for (i = 0; i < npkts; i++) {
+        uint32_t off = i * mtu;
+        uint32_t len = MIN(mtu, req->msg_len - off);
+        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
+        ChppPkt pkt = {
+            .vc = CHPP_VC_DATA,
+            .pkt_type = CHPP_PKT_PUT,
+            .op = CHPP_OP_READ_RESP,
+            .flags = (i == 0 ? CHPP_WIRE_F_FIRST : 0) |
+                     (i == npkts - 1 ? CHPP_WIRE_F_LAST : 0),
+            .magic = qp->dest_magic,
+            .src_qpn = chpp_qpn(s, qp),
+            .dst_node = req->src_node,
+            .dst_qpn = req->src_qpn,
+            .dst_vf = req->src_vf,
+            .psn = chpp_psn_add(req->psn, i),
+            .va = req->va + off,
+            .msg_len = req->msg_len,
+            .offset = off,
+            .len = len,
+            .payload = data,
+        };
+
+        if (len && !chpp_mr_rw(s, mr, req->va + off, data, len,
+                               DMA_DIRECTION_TO_DEVICE)) {
+            pkt.payload = NULL;
+            chpp_resp_fail(s, qp, req, CHPP_NAK_REM_OP,
+                           CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
+                           CHPP_VERR_DMA);
+            return;
+        }
+        chpp_wire_send(s, &pkt);
+        pkt.payload = NULL;
+    }
+}
+
+static bool chpp_resp_atomic(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    const ChppMpt *mr;
+    uint8_t verr = 0;
+    uint64_t orig, val;
+
+    if (pkt->va & 7) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, CHPP_EVENT_WQ_INVAL_REQ,
+                       false, 0, 0, CHPP_VERR_ATOMIC_ALIGN);
+        return false;
+    }
+    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_ATOMIC) ?
+         chpp_mr_lookup(s, pkt->rkey, qp->pd, pkt->va, 8,
+                        CHPP_MPT_REMOTE_ATOMIC, &verr) : NULL;
+    if (!mr || !chpp_mr_rw(s, mr, pkt->va, &orig, 8,
+                           DMA_DIRECTION_TO_DEVICE)) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_ACCESS,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
+        return false;
+    }
+    orig = le64_to_cpu(orig);
+    if (pkt->op == CHPP_OP_ATOMIC_FA) {
+        val = orig + pkt->atomic0;
+    } else {
+        val = orig == pkt->atomic1 ? pkt->atomic0 : orig;
+    }
+    val = cpu_to_le64(val);
+    if (!chpp_mr_rw(s, mr, pkt->va, &val, 8, DMA_DIRECTION_FROM_DEVICE)) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP,
+                       CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
+                       CHPP_VERR_DMA);
+        return false;
+    }
+    qp->eng.atomic_valid = true;
+    qp->eng.atomic_psn = pkt->psn;
+    qp->eng.atomic_orig = orig;
+    chpp_resp_reply(s, qp, pkt, CHPP_OP_ATOMIC_ACK, pkt->psn, 0, orig);
+    return true;
+}
+
+/* A request we already executed: answer again, do not execute twice. */
+static void chpp_resp_duplicate(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    if (pkt->op == CHPP_OP_READ_REQ) {
+        chpp_resp_read(s, qp, pkt);
+    } else if (pkt->op == CHPP_OP_ATOMIC_CS || pkt->op == CHPP_OP_ATOMIC_FA) {
+        if (qp->eng.atomic_valid && qp->eng.atomic_psn == pkt->psn) {
+            chpp_resp_reply(s, qp, pkt, CHPP_OP_ATOMIC_ACK, pkt->psn, 0,
+                            qp->eng.atomic_orig);
+        }
+    } else if (pkt->flags & CHPP_WIRE_F_ACK_REQ) {
+        chpp_resp_reply(s, qp, pkt, CHPP_OP_ACK,
+                        chpp_psn_add(qp->rq_psn, CHPP_PSN_MASK), 0, 0);
+    }
+}
+
+static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    static const uint8_t grh[CHPP_UD_GRH_SIZE];
+    ChppSge sge[CHPP_MAX_SGE];
+    uint32_t num_sge, cap;
+    uint64_t wr_id;
+    uint8_t verr = 0;
+
+    if (pkt->qkey != qp->qkey) {
+        chpp_resp_drop(s, pkt, "Q_Key mismatch");
+        return;
+    }
+    if (chpp_rq_empty(qp)) {
+        chpp_resp_drop(s, pkt, "no receive WQE");
+        return;
+    }
+    qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+    if (!chpp_rwqe_fetch(s, qp, (qp->rq_ci - 1) & CHPP_IDX_MASK, &wr_id, sge,
+                         &num_sge, &cap)) {
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_LOC_QP_OP_ERR,
+                      CHPP_VERR_BAD_SGE_COUNT, 0, NULL);
+        return;
+    }
+    if ((uint64_t)pkt->len + CHPP_UD_GRH_SIZE > cap) {
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_LOC_LEN_ERR,
+                      CHPP_VERR_RECV_TOO_SMALL, 0, NULL);
+        return;
+    }
+    if (!chpp_sge_rw(s, qp, sge, num_sge, 0, (void *)grh, sizeof(grh),
+                     DMA_DIRECTION_FROM_DEVICE, &verr) ||
+        (pkt->len && !chpp_sge_rw(s, qp, sge, num_sge, CHPP_UD_GRH_SIZE,
+                                  pkt->payload, pkt->len,
+                                  DMA_DIRECTION_FROM_DEVICE, &verr))) {
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_LOC_PROT_ERR,
+                      verr, 0, NULL);
+        return;
+    }
+    chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, 0, 0,
+                  pkt->len + CHPP_UD_GRH_SIZE, pkt);
+}
+
+static bool chpp_resp_op_ok(uint8_t type, uint8_t op)
+{
+    switch (op) {
+    case CHPP_OP_SEND:
+    case CHPP_OP_SEND_IMM:
+    case CHPP_OP_NAP:
+        return true;
+    case CHPP_OP_WRITE:
+    case CHPP_OP_WRITE_IMM:
+        return type != CHPP_QPT_UD;
+    case CHPP_OP_READ_REQ:
+    case CHPP_OP_ATOMIC_CS:
+    case CHPP_OP_ATOMIC_FA:
+        return type == CHPP_QPT_RC;
+    default:
+        return false;
+    }
+}
+
+void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
+{
+    ChppQp *qp = chpp_qp_lookup(s, pkt->dst_qpn);
+    bool ok = false;
+    int32_t d;
+
+    if (!qp || qp->state < CHPP_QPS_RTR || qp->state > CHPP_QPS_SQE) {
+        chpp_resp_drop(s, pkt, "QP cannot receive");
+        return;
+    }
+    if (pkt->magic != qp->magic) {
+        chpp_count(s, CHPP_CNT_MAGIC_DROPS);
+        chpp_resp_drop(s, pkt, "QP magic mismatch");
+        return;
+    }
+    if (!chpp_resp_op_ok(qp->type, pkt->op)) {
+        chpp_resp_drop(s, pkt, "operation not valid for the QP type");
+        return;
+    }
+    if (qp->type != CHPP_QPT_UD &&
+        (pkt->src_node != qp->dest_node || pkt->src_qpn != qp->dest_qpn ||
+         pkt->src_vf != qp->dest_vf)) {
+        chpp_resp_drop(s, pkt, "not from the connected QP");
+        return;
+    }
+    if (qp->state == CHPP_QPS_RTR && !qp->eng.comm_est) {
+        qp->eng.comm_est = true;
+        chpp_qp_async_event(s, qp, CHPP_EVENT_COMM_EST);
+    }
+    if (qp->type == CHPP_QPT_UD) {
+        chpp_resp_ud(s, qp, pkt);
+        return;
+    }
+
+    d = chpp_psn_diff(pkt->psn, qp->rq_psn);
+    if (qp->type == CHPP_QPT_UC) {
+        if (d && !(pkt->flags & CHPP_WIRE_F_FIRST)) {
+            qp->eng.recv_active = false;
+            chpp_resp_drop(s, pkt, "UC packet out of sequence");
+            return;
+        }
+        qp->rq_psn = pkt->psn;
+        qp->eng.recv_active = qp->eng.recv_active &&
+                              !(pkt->flags & CHPP_WIRE_F_FIRST);
+    } else if (d < 0) {
+        chpp_resp_duplicate(s, qp, pkt);
+        return;
+    } else if (d > 0) {
+        if (!qp->eng.nak_sent) {
+            qp->eng.nak_sent = true;
+            chpp_resp_reply(s, qp, pkt, CHPP_OP_NAK, qp->rq_psn,
+                            CHPP_NAK_PSN_SEQ, 0);
+        }
+        chpp_resp_drop(s, pkt, "PSN out of sequence");
+        return;
+    }
+    qp->eng.nak_sent = false;
+
+    switch (pkt->op) {
+    case CHPP_OP_SEND:
+    case CHPP_OP_SEND_IMM:
+    case CHPP_OP_NAP:
+        ok = chpp_resp_send(s, qp, pkt);
+        break;
+    case CHPP_OP_WRITE:
+    case CHPP_OP_WRITE_IMM:
+        ok = chpp_resp_write(s, qp, pkt);
+        break;
+    case CHPP_OP_READ_REQ:
+        if (qp->state == CHPP_QPS_ERR) {
+            return;
+        }
+        chpp_resp_read(s, qp, pkt);
+        if (qp->state != CHPP_QPS_ERR) {
+            qp->rq_psn = chpp_psn_add(qp->rq_psn,
+                                      MAX(1, DIV_ROUND_UP(pkt->msg_len,
+                                          chpp_mtu_bytes(qp->path_mtu))));
+        }
+        return;
+    case CHPP_OP_ATOMIC_CS:
+    case CHPP_OP_ATOMIC_FA:
+        ok = chpp_resp_atomic(s, qp, pkt);
+        break;
+    }
+    if (!ok) {
+        return;
+    }
+    qp->rq_psn = chpp_psn_add(qp->rq_psn, 1);
+    if (qp->type == CHPP_QPT_RC && (pkt->flags & CHPP_WIRE_F_ACK_REQ) &&
+        pkt->op != CHPP_OP_ATOMIC_CS && pkt->op != CHPP_OP_ATOMIC_FA) {
+        chpp_resp_reply(s, qp, pkt, CHPP_OP_ACK, pkt->psn, 0, 0);
+    }
+}
+
+/* Flush every receive WQE the device owns. */
+void chpp_resp_flush(ChppHcaState *s, ChppQp *qp)
+{
+    ChppSge sge[CHPP_MAX_SGE];
+    uint32_t num_sge, cap;
+    uint64_t wr_id;
+
+    if (qp->eng.recv_active) {
+        chpp_rwqe_fetch(s, qp, qp->eng.recv_wqe_idx, &wr_id, sge, &num_sge,
+                        &cap);
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_WR_FLUSH_ERR,
+                      CHPP_VERR_FLUSH, 0, NULL);
+        qp->eng.recv_active = false;
+    }
+    while (qp->rq_ci != qp->rq_pi) {
+        chpp_rwqe_fetch(s, qp, qp->rq_ci, &wr_id, sge, &num_sge, &cap);
+        chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_WR_FLUSH_ERR,
+                      CHPP_VERR_FLUSH, 0, NULL);
+        qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+    }
+}
