@@ -1,36 +1,716 @@
 /*
- * chpp-hca: QP contexts (PLACEHOLDER, replaced by the QP work).
+ * chpp-hca: QP contexts and the modify-QP state machine.
+ *
+ * Every QP (QPN = index, 0 .. num-qps - 1) always exists; in RESET it has no
+ * queues and no CQs.  RST2INIT gives it its type, PD, CQs and rings; the
+ * other modify commands move it along the InfiniBand state machine with the
+ * transitions and attribute masks of Linux's ib_modify_qp_is_ok().  Every
+ * check runs before anything changes, so a failing command leaves the QP as
+ * it was.  After each change the engine is told (chpp_engine_qp_transition)
+ * and sets up, drains, flushes or frees its part of the QP.
+ * docs/queue-pairs.md is the specification of this file.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "migration/vmstate.h"
 #include "chpp-hca.h"
 #include "trace.h"
+
+#define CHPP_QP_PSN_MASK        0xffffffu
+#define CHPP_QP_MAX_LOG_WQES    15      /* 2^15 = CHPP_MAX_QP_WQES */
+#define CHPP_QP_NUM_TYPES       (CHPP_QPT_UD + 1)
+#define CHPP_QP_MAX_TIMEOUT     31
+#define CHPP_QP_MAX_RETRY       7
+#define CHPP_QP_MAX_RNR_TIMER   31
+#define CHPP_QP_MAX_DEST_VF     7
+#define CHPP_QP_MIN_MTU         1       /* 256 bytes */
+
+QEMU_BUILD_BUG_ON(1u << CHPP_QP_MAX_LOG_WQES != CHPP_MAX_QP_WQES);
+
+#define CHPP_ACCESS_ALL \
+    (CHPP_ACCESS_REMOTE_WRITE | CHPP_ACCESS_REMOTE_READ | \
+     CHPP_ACCESS_REMOTE_ATOMIC)
+
+/* Attributes the device never supports, whatever the transition. */
+#define CHPP_QP_ATTR_UNSUPPORTED (CHPP_QP_ATTR_ALT_PATH | CHPP_QP_ATTR_CAP)
+
+/* Shorter names for the mask table. */
+#define A_CUR       CHPP_QP_ATTR_CUR_STATE
+#define A_SQD_NTF   CHPP_QP_ATTR_EN_SQD_ASYNC_NOTIFY
+#define A_ACCESS    CHPP_QP_ATTR_ACCESS_FLAGS
+#define A_PKEY      CHPP_QP_ATTR_PKEY_INDEX
+#define A_PORT      CHPP_QP_ATTR_PORT
+#define A_QKEY      CHPP_QP_ATTR_QKEY
+#define A_AV        CHPP_QP_ATTR_AV
+#define A_MTU       CHPP_QP_ATTR_PATH_MTU
+#define A_TIMEOUT   CHPP_QP_ATTR_TIMEOUT
+#define A_RETRY     CHPP_QP_ATTR_RETRY_CNT
+#define A_RNR_RETRY CHPP_QP_ATTR_RNR_RETRY
+#define A_RQ_PSN    CHPP_QP_ATTR_RQ_PSN
+#define A_RD_ATOM   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC
+#define A_ALT       CHPP_QP_ATTR_ALT_PATH
+#define A_RNR_TMR   CHPP_QP_ATTR_MIN_RNR_TIMER
+#define A_SQ_PSN    CHPP_QP_ATTR_SQ_PSN
+#define A_DEST_RD   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC
+#define A_MIG       CHPP_QP_ATTR_PATH_MIG_STATE
+#define A_DEST_QPN  CHPP_QP_ATTR_DEST_QPN
+
+#define S(st)       (1u << CHPP_QPS_##st)
+#define S_ANY       (S(RESET) | S(INIT) | S(RTR) | S(RTS) | S(SQD) | S(SQE) | \
+                     S(ERR))
+
+typedef enum ChppQpTransId {
+    CHPP_QPT_RST2INIT,
+    CHPP_QPT_INIT2INIT,
+    CHPP_QPT_INIT2RTR,
+    CHPP_QPT_RTR2RTS,
+    CHPP_QPT_RTS2RTS,
+    CHPP_QPT_RTS2SQD,
+    CHPP_QPT_SQD2SQD,
+    CHPP_QPT_SQD2RTS,
+    CHPP_QPT_SQE2RTS,
+    CHPP_QPT_2ERR,
+    CHPP_QPT_2RST,
+    CHPP_QPT_NUM
+} ChppQpTransId;
+
+typedef struct ChppQpMasks {
+    bool valid;             /* the transition exists for this QP type */
+    uint32_t req;           /* attributes that must be in the mask */
+    uint32_t opt;           /* attributes that may be in the mask */
+} ChppQpMasks;
+
+typedef struct ChppQpTrans {
+    uint16_t opcode;
+    const char *name;
+    uint8_t from;           /* S() bits of the allowed current states */
+    uint8_t to;
+    bool mailbox;           /* reads struct chpp_qp_modify */
+    ChppQpMasks type[CHPP_QP_NUM_TYPES];
+} ChppQpTrans;
+
+#define M(r, o)     { .valid = true, .req = (r), .opt = (o) }
+#define M_ALL(r, o) { M(r, o), M(r, o), M(r, o) }
+
+/* The rules, indexed by transition and QP type (RC, UC, UD). */
+static const ChppQpTrans chpp_qp_trans[CHPP_QPT_NUM] = {
+    [CHPP_QPT_RST2INIT] = {
+        CHPP_CMD_RST2INIT_QP, "RST2INIT", S(RESET), CHPP_QPS_INIT, true, {
+            [CHPP_QPT_RC] = M(A_PKEY | A_PORT | A_ACCESS, 0),
+            [CHPP_QPT_UC] = M(A_PKEY | A_PORT | A_ACCESS, 0),
+            [CHPP_QPT_UD] = M(A_PKEY | A_PORT | A_QKEY, 0),
+        } },
+    [CHPP_QPT_INIT2INIT] = {
+        CHPP_CMD_INIT2INIT_QP, "INIT2INIT", S(INIT), CHPP_QPS_INIT, true, {
+            [CHPP_QPT_RC] = M(0, A_PKEY | A_PORT | A_ACCESS),
+            [CHPP_QPT_UC] = M(0, A_PKEY | A_PORT | A_ACCESS),
+            [CHPP_QPT_UD] = M(0, A_PKEY | A_PORT | A_QKEY),
+        } },
+    [CHPP_QPT_INIT2RTR] = {
+        CHPP_CMD_INIT2RTR_QP, "INIT2RTR", S(INIT), CHPP_QPS_RTR, true, {
+            [CHPP_QPT_RC] = M(A_AV | A_MTU | A_DEST_QPN | A_RQ_PSN |
+                              A_DEST_RD | A_RNR_TMR,
+                              A_ALT | A_ACCESS | A_PKEY),
+            [CHPP_QPT_UC] = M(A_AV | A_MTU | A_DEST_QPN | A_RQ_PSN,
+                              A_ALT | A_ACCESS | A_PKEY),
+            [CHPP_QPT_UD] = M(0, A_PKEY | A_QKEY),
+        } },
+    [CHPP_QPT_RTR2RTS] = {
+        CHPP_CMD_RTR2RTS_QP, "RTR2RTS", S(RTR), CHPP_QPS_RTS, true, {
+            [CHPP_QPT_RC] = M(A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_SQ_PSN |
+                              A_RD_ATOM,
+                              A_CUR | A_ALT | A_ACCESS | A_RNR_TMR | A_MIG),
+            [CHPP_QPT_UC] = M(A_SQ_PSN, A_CUR | A_ALT | A_ACCESS | A_MIG),
+            [CHPP_QPT_UD] = M(A_SQ_PSN, A_CUR | A_QKEY),
+        } },
+    [CHPP_QPT_RTS2RTS] = {
+        CHPP_CMD_RTS2RTS_QP, "RTS2RTS", S(RTS), CHPP_QPS_RTS, true, {
+            [CHPP_QPT_RC] = M(0, A_CUR | A_ACCESS | A_ALT | A_MIG |
+                              A_RNR_TMR),
+            [CHPP_QPT_UC] = M(0, A_CUR | A_ACCESS | A_ALT | A_MIG),
+            [CHPP_QPT_UD] = M(0, A_CUR | A_QKEY),
+        } },
+    [CHPP_QPT_RTS2SQD] = {
+        CHPP_CMD_RTS2SQD_QP, "RTS2SQD", S(RTS), CHPP_QPS_SQD, true,
+        M_ALL(0, A_SQD_NTF) },
+    [CHPP_QPT_SQD2SQD] = {
+        CHPP_CMD_SQD2SQD_QP, "SQD2SQD", S(SQD), CHPP_QPS_SQD, true, {
+            [CHPP_QPT_RC] = M(0, A_PORT | A_AV | A_TIMEOUT | A_RETRY |
+                              A_RNR_RETRY | A_RD_ATOM | A_DEST_RD | A_ALT |
+                              A_ACCESS | A_PKEY | A_RNR_TMR | A_MIG),
+            [CHPP_QPT_UC] = M(0, A_AV | A_ALT | A_ACCESS | A_PKEY | A_MIG),
+            [CHPP_QPT_UD] = M(0, A_PKEY | A_QKEY),
+        } },
+    [CHPP_QPT_SQD2RTS] = {
+        CHPP_CMD_SQD2RTS_QP, "SQD2RTS", S(SQD), CHPP_QPS_RTS, true, {
+            [CHPP_QPT_RC] = M(0, A_CUR | A_ALT | A_ACCESS | A_RNR_TMR |
+                              A_MIG),
+            [CHPP_QPT_UC] = M(0, A_CUR | A_ALT | A_ACCESS | A_MIG),
+            [CHPP_QPT_UD] = M(0, A_CUR | A_QKEY),
+        } },
+    [CHPP_QPT_SQE2RTS] = {
+        CHPP_CMD_SQERR2RTS_QP, "SQERR2RTS", S(SQE), CHPP_QPS_RTS, true, {
+            /* RC has no SQE state. */
+            [CHPP_QPT_UC] = M(0, A_CUR | A_ACCESS),
+            [CHPP_QPT_UD] = M(0, A_CUR | A_QKEY),
+        } },
+    [CHPP_QPT_2ERR] = {
+        CHPP_CMD_2ERR_QP, "2ERR", S_ANY & ~S(RESET), CHPP_QPS_ERR, false,
+        M_ALL(0, 0) },
+    [CHPP_QPT_2RST] = {
+        CHPP_CMD_2RST_QP, "2RST", S_ANY, CHPP_QPS_RESET, false,
+        M_ALL(0, 0) },
+};
+
+static const char *const chpp_qp_state_names[] = {
+    [CHPP_QPS_RESET] = "RESET",
+    [CHPP_QPS_INIT] = "INIT",
+    [CHPP_QPS_RTR] = "RTR",
+    [CHPP_QPS_RTS] = "RTS",
+    [CHPP_QPS_SQD] = "SQD",
+    [CHPP_QPS_SQE] = "SQE",
+    [CHPP_QPS_ERR] = "ERR",
+};
+
+static const char *chpp_qp_state_name(uint8_t state)
+{
+    return state < ARRAY_SIZE(chpp_qp_state_names) ?
+           chpp_qp_state_names[state] : "?";
+}
+
+static uint32_t chpp_qp_num(ChppHcaState *s, const ChppQp *qp)
+{
+    return qp - s->qps;
+}
+
+static const ChppQpTrans *chpp_qp_trans_find(uint16_t opcode)
+{
+    unsigned i;
+
+    for (i = 0; i < CHPP_QPT_NUM; i++) {
+        if (chpp_qp_trans[i].opcode == opcode) {
+            return &chpp_qp_trans[i];
+        }
+    }
+    return NULL;
+}
+
+/* Bytes of a work queue of 2^log_size WQEs of 2^log_stride bytes. */
+static uint64_t chpp_qp_wq_bytes(uint8_t log_size, uint8_t log_stride)
+{
+    return (uint64_t)1 << (log_size + log_stride);
+}
+
+/* The MTT entries of a ring of @size bytes lie inside the MTT. */
+static bool chpp_qp_ring_in_mtt(ChppHcaState *s, const ChppRing *ring,
+                                uint64_t size)
+{
+    uint64_t pages;
+
+    if (ring->log_page_size < CHPP_MIN_PAGE_SHIFT ||
+        ring->log_page_size > CHPP_MAX_PAGE_SHIFT) {
+        return false;
+    }
+    pages = DIV_ROUND_UP(size, (uint64_t)1 << ring->log_page_size);
+    return ring->mtt_base < s->params.num_mtts &&
+           pages <= s->params.num_mtts - ring->mtt_base;
+}
+
+/* Values of the attributes named in @mask. */
+static uint8_t chpp_qp_check_attrs(ChppHcaState *s, uint32_t qpn,
+                                   uint32_t mask,
+                                   const struct chpp_qp_context *ctx)
+{
+    if ((mask & A_PORT) && ctx->port != 1) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: port %u", qpn,
+                             ctx->port);
+    }
+    if ((mask & A_PKEY) && le16_to_cpu(ctx->pkey_index) != 0) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: P_Key index %u (table of 1)", qpn,
+                             le16_to_cpu(ctx->pkey_index));
+    }
+    if ((mask & A_ACCESS) &&
+        (le32_to_cpu(ctx->access_flags) & ~CHPP_ACCESS_ALL)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: unknown access flags 0x%x", qpn,
+                             le32_to_cpu(ctx->access_flags));
+    }
+    if ((mask & A_MTU) &&
+        (ctx->path_mtu < CHPP_QP_MIN_MTU || ctx->path_mtu > CHPP_MTU_4096)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: path MTU %u",
+                             qpn, ctx->path_mtu);
+    }
+    if ((mask & A_TIMEOUT) && ctx->timeout > CHPP_QP_MAX_TIMEOUT) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: timeout %u",
+                             qpn, ctx->timeout);
+    }
+    if ((mask & A_RETRY) && ctx->retry_cnt > CHPP_QP_MAX_RETRY) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: retry count %u",
+                             qpn, ctx->retry_cnt);
+    }
+    if ((mask & A_RNR_RETRY) && ctx->rnr_retry > CHPP_QP_MAX_RETRY) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: RNR retry %u",
+                             qpn, ctx->rnr_retry);
+    }
+    if ((mask & A_RNR_TMR) && ctx->min_rnr_timer > CHPP_QP_MAX_RNR_TIMER) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: min RNR timer %u", qpn,
+                             ctx->min_rnr_timer);
+    }
+    if ((mask & A_RD_ATOM) && ctx->max_rd_atomic > CHPP_MAX_RD_ATOMIC) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: max_rd_atomic %u (max %u)", qpn,
+                             ctx->max_rd_atomic, CHPP_MAX_RD_ATOMIC);
+    }
+    if ((mask & A_DEST_RD) && ctx->max_dest_rd_atomic > CHPP_MAX_RD_ATOMIC) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: max_dest_rd_atomic %u (max %u)", qpn,
+                             ctx->max_dest_rd_atomic, CHPP_MAX_RD_ATOMIC);
+    }
+    if ((mask & A_SQ_PSN) && le32_to_cpu(ctx->sq_psn) > CHPP_QP_PSN_MASK) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: SQ PSN 0x%x",
+                             qpn, le32_to_cpu(ctx->sq_psn));
+    }
+    if ((mask & A_RQ_PSN) && le32_to_cpu(ctx->rq_psn) > CHPP_QP_PSN_MASK) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: RQ PSN 0x%x",
+                             qpn, le32_to_cpu(ctx->rq_psn));
+    }
+    if ((mask & A_DEST_QPN) &&
+        le32_to_cpu(ctx->dest_qpn) > CHPP_QP_PSN_MASK) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: destination QPN 0x%x", qpn,
+                             le32_to_cpu(ctx->dest_qpn));
+    }
+    if ((mask & A_AV) && ctx->dest_vf > CHPP_QP_MAX_DEST_VF) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: destination function %u", qpn,
+                             ctx->dest_vf);
+    }
+    return CHPP_STAT_OK;
+}
+
+static void chpp_qp_apply_attrs(ChppQp *qp, uint32_t mask,
+                                const struct chpp_qp_context *ctx)
+{
+    if (mask & A_PORT) {
+        qp->port = ctx->port;
+    }
+    if (mask & A_PKEY) {
+        qp->pkey_index = le16_to_cpu(ctx->pkey_index);
+    }
+    if (mask & A_ACCESS) {
+        qp->access_flags = le32_to_cpu(ctx->access_flags);
+    }
+    if (mask & A_QKEY) {
+        qp->qkey = le32_to_cpu(ctx->qkey);
+    }
+    if (mask & A_AV) {
+        qp->dest_node = le32_to_cpu(ctx->dest_node);
+        qp->dest_vf = ctx->dest_vf;
+        qp->dest_magic = ctx->dest_magic;
+    }
+    if (mask & A_MTU) {
+        qp->path_mtu = ctx->path_mtu;
+    }
+    if (mask & A_TIMEOUT) {
+        qp->timeout = ctx->timeout;
+    }
+    if (mask & A_RETRY) {
+        qp->retry_cnt = ctx->retry_cnt;
+    }
+    if (mask & A_RNR_RETRY) {
+        qp->rnr_retry = ctx->rnr_retry;
+    }
+    if (mask & A_RQ_PSN) {
+        qp->rq_psn = le32_to_cpu(ctx->rq_psn);
+    }
+    if (mask & A_RD_ATOM) {
+        qp->max_rd_atomic = ctx->max_rd_atomic;
+    }
+    if (mask & A_RNR_TMR) {
+        qp->min_rnr_timer = ctx->min_rnr_timer;
+    }
+    if (mask & A_SQ_PSN) {
+        qp->sq_psn = le32_to_cpu(ctx->sq_psn);
+    }
+    if (mask & A_DEST_RD) {
+        qp->max_dest_rd_atomic = ctx->max_dest_rd_atomic;
+    }
+    if (mask & A_DEST_QPN) {
+        qp->dest_qpn = le32_to_cpu(ctx->dest_qpn);
+    }
+    /* A_MIG: accepted and ignored (no alternate path); A_CUR: checked. */
+}
+
+/* RST2INIT: the creation fields, read whatever the mask says. */
+static uint8_t chpp_qp_check_create(ChppHcaState *s, uint32_t qpn,
+                                    const struct chpp_qp_context *ctx)
+{
+    uint32_t pd = le32_to_cpu(ctx->pd);
+    uint32_t send_cqn = le32_to_cpu(ctx->send_cqn);
+    uint32_t recv_cqn = le32_to_cpu(ctx->recv_cqn);
+    uint16_t uar = le16_to_cpu(ctx->uar);
+    ChppRing sq = {
+        .mtt_base = le32_to_cpu(ctx->sq_mtt_base),
+        .log_page_size = ctx->sq_log_page_size,
+    };
+    ChppRing rq = {
+        .mtt_base = le32_to_cpu(ctx->rq_mtt_base),
+        .log_page_size = ctx->rq_log_page_size,
+    };
+    uint64_t sq_bytes, rq_bytes;
+
+    /* The type was checked first: the attribute masks depend on it. */
+    if (pd >= s->params.num_pds) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: PD %u of %u",
+                             qpn, pd, s->params.num_pds);
+    }
+    if (!chpp_cq_get(s, send_cqn)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_RESOURCE,
+                             "QP %u: send CQ %u not in hardware ownership",
+                             qpn, send_cqn);
+    }
+    if (!chpp_cq_get(s, recv_cqn)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_RESOURCE,
+                             "QP %u: receive CQ %u not in hardware ownership",
+                             qpn, recv_cqn);
+    }
+    if (ctx->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
+        ctx->log_rq_size > CHPP_QP_MAX_LOG_WQES) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_SIZE,
+                             "QP %u: log SQ size %u, log RQ size %u "
+                             "(max %u)", qpn, ctx->log_sq_size,
+                             ctx->log_rq_size, CHPP_QP_MAX_LOG_WQES);
+    }
+    if (ctx->log_sq_stride < CHPP_MIN_WQE_SHIFT ||
+        ctx->log_sq_stride > CHPP_MAX_WQE_SHIFT ||
+        ctx->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
+        ctx->log_rq_stride > CHPP_MAX_WQE_SHIFT) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_SIZE,
+                             "QP %u: log SQ stride %u, log RQ stride %u "
+                             "(%u..%u)", qpn, ctx->log_sq_stride,
+                             ctx->log_rq_stride, CHPP_MIN_WQE_SHIFT,
+                             CHPP_MAX_WQE_SHIFT);
+    }
+    sq_bytes = chpp_qp_wq_bytes(ctx->log_sq_size, ctx->log_sq_stride);
+    rq_bytes = chpp_qp_wq_bytes(ctx->log_rq_size, ctx->log_rq_stride);
+    if (!chpp_qp_ring_in_mtt(s, &sq, sq_bytes) ||
+        !chpp_ring_check(s, &sq, sq_bytes)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: SQ ring (MTT %u, log page %u) not "
+                             "mapped", qpn, sq.mtt_base, sq.log_page_size);
+    }
+    if (!chpp_qp_ring_in_mtt(s, &rq, rq_bytes) ||
+        !chpp_ring_check(s, &rq, rq_bytes)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: RQ ring (MTT %u, log page %u) not "
+                             "mapped", qpn, rq.mtt_base, rq.log_page_size);
+    }
+    if (uar >= s->params.uar_pages) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: UAR page %u of %u", qpn, uar,
+                             s->params.uar_pages);
+    }
+    if (ctx->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: unknown flags 0x%x", qpn, ctx->flags);
+    }
+    return CHPP_STAT_OK;
+}
+
+static void chpp_qp_apply_create(ChppHcaState *s, ChppQp *qp,
+                                 const struct chpp_qp_context *ctx)
+{
+    qp->type = ctx->type;
+    qp->pd = le32_to_cpu(ctx->pd);
+    qp->send_cqn = le32_to_cpu(ctx->send_cqn);
+    qp->recv_cqn = le32_to_cpu(ctx->recv_cqn);
+    qp->sq.mtt_base = le32_to_cpu(ctx->sq_mtt_base);
+    qp->sq.log_page_size = ctx->sq_log_page_size;
+    qp->rq.mtt_base = le32_to_cpu(ctx->rq_mtt_base);
+    qp->rq.log_page_size = ctx->rq_log_page_size;
+    qp->log_sq_size = ctx->log_sq_size;
+    qp->log_sq_stride = ctx->log_sq_stride;
+    qp->log_rq_size = ctx->log_rq_size;
+    qp->log_rq_stride = ctx->log_rq_stride;
+    qp->uar = le16_to_cpu(ctx->uar);
+    qp->magic = ctx->magic;
+    qp->flags = ctx->flags;
+    /* UD has no path: its messages are limited by the port MTU. */
+    if (qp->type == CHPP_QPT_UD) {
+        qp->path_mtu = CHPP_MTU_4096;
+    }
+    s->cqs[qp->send_cqn].refs++;
+    s->cqs[qp->recv_cqn].refs++;
+}
+
+static void chpp_qp_unref_cq(ChppHcaState *s, uint32_t cqn)
+{
+    if (cqn < s->params.num_cqs && s->cqs[cqn].refs) {
+        s->cqs[cqn].refs--;
+    }
+}
+
+/* To RESET: the engine lets go of the QP, then everything is cleared. */
+static void chpp_qp_to_reset(ChppHcaState *s, ChppQp *qp)
+{
+    uint8_t old = qp->state;
+
+    if (old == CHPP_QPS_RESET) {
+        return;
+    }
+    qp->state = CHPP_QPS_RESET;
+    chpp_engine_qp_transition(s, qp, old);
+    chpp_qp_unref_cq(s, qp->send_cqn);
+    chpp_qp_unref_cq(s, qp->recv_cqn);
+    memset(qp, 0, sizeof(*qp));
+}
+
+uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
+                           uint64_t mailbox)
+{
+    const ChppQpTrans *t = chpp_qp_trans_find(opcode);
+    struct chpp_qp_modify m = {};
+    const struct chpp_qp_context *ctx = &m.ctx;
+    const ChppQpMasks *masks;
+    uint8_t status = CHPP_STAT_OK;
+    uint8_t type, old;
+    uint32_t mask = 0;
+    ChppQp *qp;
+
+    if (!t) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_OP, "not a modify-QP opcode");
+    }
+    if (qpn >= s->params.num_qps) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_INDEX,
+                             "QP %u out of range (%u QPs)", qpn,
+                             s->params.num_qps);
+    }
+    qp = &s->qps[qpn];
+    old = qp->state;
+    if (!(t->from & (1u << old)) ||
+        (old != CHPP_QPS_RESET && !t->type[qp->type].valid)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_QP_STATE,
+                             "QP %u: %s not allowed in state %s", qpn,
+                             t->name, chpp_qp_state_name(old));
+    }
+
+    if (t->mailbox) {
+        if (!chpp_mailbox_read(s, mailbox, &m, sizeof(m), &status)) {
+            return status;
+        }
+        mask = le32_to_cpu(m.attr_mask);
+    }
+    type = old == CHPP_QPS_RESET ? ctx->type : qp->type;
+    if (type >= CHPP_QP_NUM_TYPES) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: type %u", qpn,
+                             type);
+    }
+    masks = &t->type[type];
+
+    if (mask & CHPP_QP_ATTR_STATE) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: %s: the STATE attribute is implied",
+                             qpn, t->name);
+    }
+    if (mask & CHPP_QP_ATTR_UNSUPPORTED) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: %s: attributes 0x%x not supported", qpn,
+                             t->name, mask & CHPP_QP_ATTR_UNSUPPORTED);
+    }
+    if (mask & ~(masks->req | masks->opt)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: %s: attributes 0x%x not allowed", qpn,
+                             t->name, mask & ~(masks->req | masks->opt));
+    }
+    if ((mask & masks->req) != masks->req) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                             "QP %u: %s: required attributes 0x%x missing",
+                             qpn, t->name, masks->req & ~mask);
+    }
+    if ((mask & A_CUR) && ctx->state != old) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_QP_STATE,
+                             "QP %u: %s: current state %s, not %s", qpn,
+                             t->name, chpp_qp_state_name(old),
+                             chpp_qp_state_name(ctx->state));
+    }
+    if (opcode == CHPP_CMD_RST2INIT_QP) {
+        status = chpp_qp_check_create(s, qpn, ctx);
+        if (status != CHPP_STAT_OK) {
+            return status;
+        }
+    }
+    status = chpp_qp_check_attrs(s, qpn, mask, ctx);
+    if (status != CHPP_STAT_OK) {
+        return status;
+    }
+
+    /* Everything checked: apply. */
+    trace_chpp_hca_qp_modify(qpn, t->name, old, t->to, mask);
+    if (t->to == CHPP_QPS_RESET) {
+        chpp_qp_to_reset(s, qp);
+        return CHPP_STAT_OK;
+    }
+    if (opcode == CHPP_CMD_RST2INIT_QP) {
+        chpp_qp_apply_create(s, qp, ctx);
+        trace_chpp_hca_qp_create(qpn, qp->type, qp->pd, qp->send_cqn,
+                                 qp->recv_cqn, qp->log_sq_size,
+                                 qp->log_rq_size);
+    }
+    chpp_qp_apply_attrs(qp, mask, ctx);
+    if (opcode == CHPP_CMD_RTS2SQD_QP) {
+        qp->eng.sqd_notify = (mask & A_SQD_NTF) && ctx->en_sqd_async_notify;
+    }
+    qp->state = t->to;
+    chpp_engine_qp_transition(s, qp, old);
+    return CHPP_STAT_OK;
+}
+
+uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox)
+{
+    struct chpp_qp_context ctx = {};
+    uint8_t status = CHPP_STAT_OK;
+    const ChppQp *qp;
+
+    if (qpn >= s->params.num_qps) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_INDEX,
+                             "QP %u out of range (%u QPs)", qpn,
+                             s->params.num_qps);
+    }
+    qp = &s->qps[qpn];
+    ctx.state = qp->state;
+    ctx.type = qp->type;
+    ctx.port = qp->port;
+    ctx.path_mtu = qp->path_mtu;
+    ctx.pd = cpu_to_le32(qp->pd);
+    ctx.send_cqn = cpu_to_le32(qp->send_cqn);
+    ctx.recv_cqn = cpu_to_le32(qp->recv_cqn);
+    ctx.sq_mtt_base = cpu_to_le32(qp->sq.mtt_base);
+    ctx.rq_mtt_base = cpu_to_le32(qp->rq.mtt_base);
+    ctx.log_sq_size = qp->log_sq_size;
+    ctx.log_sq_stride = qp->log_sq_stride;
+    ctx.log_rq_size = qp->log_rq_size;
+    ctx.log_rq_stride = qp->log_rq_stride;
+    ctx.sq_log_page_size = qp->sq.log_page_size;
+    ctx.rq_log_page_size = qp->rq.log_page_size;
+    ctx.uar = cpu_to_le16(qp->uar);
+    ctx.access_flags = cpu_to_le32(qp->access_flags);
+    ctx.qkey = cpu_to_le32(qp->qkey);
+    ctx.dest_node = cpu_to_le32(qp->dest_node);
+    ctx.dest_qpn = cpu_to_le32(qp->dest_qpn);
+    ctx.sq_psn = cpu_to_le32(qp->sq_psn);
+    ctx.rq_psn = cpu_to_le32(qp->rq_psn);
+    ctx.timeout = qp->timeout;
+    ctx.retry_cnt = qp->retry_cnt;
+    ctx.rnr_retry = qp->rnr_retry;
+    ctx.min_rnr_timer = qp->min_rnr_timer;
+    ctx.max_rd_atomic = qp->max_rd_atomic;
+    ctx.max_dest_rd_atomic = qp->max_dest_rd_atomic;
+    ctx.magic = qp->magic;
+    ctx.dest_magic = qp->dest_magic;
+    ctx.pkey_index = cpu_to_le16(qp->pkey_index);
+    ctx.dest_vf = qp->dest_vf;
+    ctx.flags = qp->flags;
+    ctx.sq_pi = cpu_to_le32(qp->sq_pi);
+    ctx.sq_ci = cpu_to_le32(qp->sq_ci);
+    ctx.rq_pi = cpu_to_le32(qp->rq_pi);
+    ctx.rq_ci = cpu_to_le32(qp->rq_ci);
+    ctx.sq_inflight = cpu_to_le32(qp->eng.infl_count);
+    ctx.sq_draining = qp->state == CHPP_QPS_SQD && qp->eng.infl_count != 0;
+    ctx.en_sqd_async_notify = qp->eng.sqd_notify;
+    chpp_mailbox_write(s, mailbox, &ctx, sizeof(ctx), &status);
+    return status;
+}
+
+void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
+{
+    uint8_t old = qp->state;
+
+    /* ERR is final (until 2RST); SQE only for UC/UD from RTS or SQD. */
+    if (old == CHPP_QPS_RESET || old == CHPP_QPS_ERR || old == new_state) {
+        return;
+    }
+    if (new_state != CHPP_QPS_SQE || qp->type == CHPP_QPT_RC ||
+        (old != CHPP_QPS_RTS && old != CHPP_QPS_SQD)) {
+        new_state = CHPP_QPS_ERR;
+    }
+    trace_chpp_hca_qp_error(chpp_qp_num(s, qp), old, new_state);
+    qp->state = new_state;
+    chpp_engine_qp_transition(s, qp, old);
+}
 
 void chpp_qp_reset(ChppHcaState *s)
 {
     memset(s->qps, 0, sizeof(ChppQp) * s->params.num_qps);
 }
 
-bool chpp_qp_post_load(ChppHcaState *s)
+static bool chpp_qp_valid(ChppHcaState *s, const ChppQp *qp)
 {
+    if (qp->state > CHPP_QPS_ERR || qp->type >= CHPP_QP_NUM_TYPES ||
+        (qp->state == CHPP_QPS_SQE && qp->type == CHPP_QPT_RC)) {
+        return false;
+    }
+    if (qp->pd >= s->params.num_pds || qp->uar >= s->params.uar_pages ||
+        !chpp_cq_get(s, qp->send_cqn) || !chpp_cq_get(s, qp->recv_cqn) ||
+        qp->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
+        return false;
+    }
+    if (qp->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
+        qp->log_rq_size > CHPP_QP_MAX_LOG_WQES ||
+        qp->log_sq_stride < CHPP_MIN_WQE_SHIFT ||
+        qp->log_sq_stride > CHPP_MAX_WQE_SHIFT ||
+        qp->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
+        qp->log_rq_stride > CHPP_MAX_WQE_SHIFT ||
+        !chpp_qp_ring_in_mtt(s, &qp->sq, chpp_qp_wq_bytes(qp->log_sq_size,
+                                                          qp->log_sq_stride)) ||
+        !chpp_qp_ring_in_mtt(s, &qp->rq, chpp_qp_wq_bytes(qp->log_rq_size,
+                                                          qp->log_rq_stride))) {
+        return false;
+    }
+    /* Attributes: 0 until set, otherwise as a modify would accept them. */
+    if ((qp->port != 0 && qp->port != 1) || qp->pkey_index != 0 ||
+        (qp->access_flags & ~CHPP_ACCESS_ALL) ||
+        qp->path_mtu > CHPP_MTU_4096 || qp->timeout > CHPP_QP_MAX_TIMEOUT ||
+        qp->retry_cnt > CHPP_QP_MAX_RETRY ||
+        qp->rnr_retry > CHPP_QP_MAX_RETRY ||
+        qp->min_rnr_timer > CHPP_QP_MAX_RNR_TIMER ||
+        qp->max_rd_atomic > CHPP_MAX_RD_ATOMIC ||
+        qp->max_dest_rd_atomic > CHPP_MAX_RD_ATOMIC ||
+        qp->sq_psn > CHPP_QP_PSN_MASK || qp->rq_psn > CHPP_QP_PSN_MASK ||
+        qp->dest_qpn > CHPP_QP_PSN_MASK ||
+        qp->dest_vf > CHPP_QP_MAX_DEST_VF) {
+        return false;
+    }
     return true;
 }
 
-uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
-                           uint64_t mailbox)
+/*
+ * Migration streams are input too: refuse QPs the device cannot hold, and
+ * rebuild the CQ reference counts (runs after the CQs are loaded).
+ */
+bool chpp_qp_post_load(ChppHcaState *s)
 {
-    return CHPP_STAT_BAD_OP;
-}
+    uint32_t i;
 
-uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox)
-{
-    return CHPP_STAT_BAD_OP;
-}
+    for (i = 0; i < s->params.num_cqs; i++) {
+        s->cqs[i].refs = 0;
+    }
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQp *qp = &s->qps[i];
 
-void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
-{
+        if (qp->state == CHPP_QPS_RESET) {
+            continue;
+        }
+        if (!chpp_qp_valid(s, qp)) {
+            return false;
+        }
+        s->cqs[qp->send_cqn].refs++;
+        s->cqs[qp->recv_cqn].refs++;
+    }
+    return true;
 }
 
 const VMStateDescription vmstate_chpp_qp = {
@@ -39,6 +719,43 @@ const VMStateDescription vmstate_chpp_qp = {
     .minimum_version_id = 1,
     .fields = (VMStateField[]) {
         VMSTATE_UINT8(state, ChppQp),
+        VMSTATE_UINT8(type, ChppQp),
+        VMSTATE_UINT8(port, ChppQp),
+        VMSTATE_UINT8(path_mtu, ChppQp),
+        VMSTATE_UINT32(pd, ChppQp),
+        VMSTATE_UINT32(send_cqn, ChppQp),
+        VMSTATE_UINT32(recv_cqn, ChppQp),
+        VMSTATE_UINT32(sq.mtt_base, ChppQp),
+        VMSTATE_UINT8(sq.log_page_size, ChppQp),
+        VMSTATE_UINT32(rq.mtt_base, ChppQp),
+        VMSTATE_UINT8(rq.log_page_size, ChppQp),
+        VMSTATE_UINT8(log_sq_size, ChppQp),
+        VMSTATE_UINT8(log_sq_stride, ChppQp),
+        VMSTATE_UINT8(log_rq_size, ChppQp),
+        VMSTATE_UINT8(log_rq_stride, ChppQp),
+        VMSTATE_UINT16(uar, ChppQp),
+        VMSTATE_UINT32(access_flags, ChppQp),
+        VMSTATE_UINT32(qkey, ChppQp),
+        VMSTATE_UINT32(dest_node, ChppQp),
+        VMSTATE_UINT32(dest_qpn, ChppQp),
+        VMSTATE_UINT8(dest_vf, ChppQp),
+        VMSTATE_UINT8(dest_magic, ChppQp),
+        VMSTATE_UINT8(magic, ChppQp),
+        VMSTATE_UINT8(flags, ChppQp),
+        VMSTATE_UINT32(sq_psn, ChppQp),
+        VMSTATE_UINT32(rq_psn, ChppQp),
+        VMSTATE_UINT8(timeout, ChppQp),
+        VMSTATE_UINT8(retry_cnt, ChppQp),
+        VMSTATE_UINT8(rnr_retry, ChppQp),
+        VMSTATE_UINT8(min_rnr_timer, ChppQp),
+        VMSTATE_UINT8(max_rd_atomic, ChppQp),
+        VMSTATE_UINT8(max_dest_rd_atomic, ChppQp),
+        VMSTATE_UINT16(pkey_index, ChppQp),
+        VMSTATE_UINT32(sq_pi, ChppQp),
+        VMSTATE_UINT32(sq_ci, ChppQp),
+        VMSTATE_UINT32(rq_pi, ChppQp),
+        VMSTATE_UINT32(rq_ci, ChppQp),
+        VMSTATE_STRUCT(eng, ChppQp, 1, vmstate_chpp_qp_engine, ChppQpEngine),
         VMSTATE_END_OF_LIST()
     }
 };
