@@ -141,7 +141,7 @@ static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
     g_autofree char *p = g_strdup_printf("num-qps=8%s%s",
                                          props ? "," : "", props ?: "");
 
-    f->d = chpp_start(p, "-m 512M");
+    f->d = chpp_start(p, NULL);
     chpp_msix_route(f->d, 0);
     chpp_init_hca(f->d);
     f->eq = chpp_create_eq(f->d, 0, 256, 0, true);
@@ -150,8 +150,8 @@ static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
                     CHPP_STAT_OK);
     fx_cq(f, SCQ, CQ_SIZE);
     fx_cq(f, RCQ, CQ_SIZE);
-    f->a = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 8, .magic = 0xa1 };
-    f->b = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 8, .magic = 0xb2 };
+    f->a = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 9, .magic = 0xa1 };
+    f->b = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 9, .magic = 0xb2 };
     g_assert_cmphex(fx_qp_init(f, &f->a, 0, type), ==, CHPP_STAT_OK);
     g_assert_cmphex(fx_qp_init(f, &f->b, 1, type), ==, CHPP_STAT_OK);
     fx_qp_connect(f, &f->a, &f->b, timeout, retry, rnr_retry, 1);
@@ -755,7 +755,7 @@ static void test_err_bad_wqes(void)
     } cases[] = {
         { 0x7f, 0, CHPP_WC_LOC_QP_OP_ERR, 1, 8 },             /* opcode */
         { CHPP_WQE_SEND, 0x80, CHPP_WC_LOC_QP_OP_ERR, 1, 8 }, /* flags */
-        { CHPP_WQE_SEND, 0, CHPP_WC_LOC_QP_OP_ERR, 20, 8 },   /* sges */
+        { CHPP_WQE_SEND, 0, CHPP_WC_LOC_QP_OP_ERR, 33, 8 },   /* sges */
         { CHPP_WQE_SEND, 0, CHPP_WC_LOC_LEN_ERR, 2, 0x80000000u },
         { CHPP_WQE_NAP, 0, CHPP_WC_LOC_LEN_ERR, 1, 2049 },    /* NAP size */
         { CHPP_WQE_SEND, 0, CHPP_WC_LOC_PROT_ERR, 1, 8192 },  /* bounds */
