@@ -158,10 +158,18 @@ static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
         .max_eqs = cpu_to_le32(p->num_eqs),
         .max_eq_entries = cpu_to_le32(CHPP_MAX_EQ_ENTRIES),
         .max_cqs = cpu_to_le32(p->num_cqs),
+        .max_cq_entries = cpu_to_le32(CHPP_MAX_CQ_ENTRIES),
         .max_qps = cpu_to_le32(p->num_qps),
+        .max_qp_wqes = cpu_to_le32(CHPP_MAX_QP_WQES),
         .max_mpts = cpu_to_le32(p->num_mpts),
+        .max_mtt_entries = cpu_to_le32(p->num_mtts),
         .max_pds = cpu_to_le32(p->num_pds),
-        .page_size_cap = cpu_to_le64(1ull << CHPP_UAR_PAGE_SHIFT),
+        .max_sge = cpu_to_le32(CHPP_MAX_SGE),
+        .max_inline = cpu_to_le32(CHPP_MAX_INLINE),
+        .max_msg_size = cpu_to_le32(CHPP_MAX_MSG_SIZE),
+        .page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(CHPP_MIN_PAGE_SHIFT,
+                                                     CHPP_MAX_PAGE_SHIFT -
+                                                     CHPP_MIN_PAGE_SHIFT + 1)),
     };
     uint8_t status = CHPP_STAT_OK;
 
@@ -190,6 +198,10 @@ static uint8_t chpp_cmd_close_hca(ChppHcaState *s)
         return chpp_cmd_fail(s, CHPP_STAT_BAD_SYS_STATE,
                              "HCA not initialised");
     }
+    chpp_engine_reset(s);
+    chpp_qp_reset(s);
+    chpp_cq_reset(s);
+    chpp_mr_reset(s);
     chpp_port_reset(s);
     chpp_eq_reset(s);
     s->hca_init = false;

@@ -1060,6 +1060,27 @@ static void test_sqd_drain_event(void)
     fx_free(f);
 }
 
+/* CLOSE_HCA takes every resource back, like a reset of the HCA. */
+static void test_close_hca(void)
+{
+    Fx *f = fx_new(CHPP_QPT_RC);
+    struct chpp_cq_context cq;
+
+    fx_mr(f, fx_buf(f, 4096), 4096, MR_ALL);
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_CLOSE_HCA, 0, 0, 0), ==,
+                    CHPP_STAT_OK);
+    chpp_init_hca(f->d);
+    g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_RESET);
+    qtest_memset(f->d->qts, f->d->mbox_out, 0xff, sizeof(cq));
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_QUERY_CQ, 0, SCQ,
+                             f->d->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(f->d->qts, f->d->mbox_out, &cq, sizeof(cq));
+    g_assert_cmpuint(cq.state, ==, CHPP_RES_SW);
+    /* MPT 0 is free again. */
+    chpp_create_mr(f->d, 0, PD, fx_buf(f, 4096), 4096, MR_ALL);
+    fx_free(f);
+}
+
 /* ---- UD and UC --------------------------------------------------------- */
 
 static void test_ud(void)
@@ -1190,6 +1211,7 @@ int main(int argc, char **argv)
                    test_doorbell_fifo_overflow);
     qtest_add_func("/chpp-hca/data/cq-overrun", test_cq_overrun);
     qtest_add_func("/chpp-hca/data/sqd-drain", test_sqd_drain_event);
+    qtest_add_func("/chpp-hca/data/close-hca", test_close_hca);
     qtest_add_func("/chpp-hca/data/ud", test_ud);
     qtest_add_func("/chpp-hca/data/uc", test_uc);
     qtest_add_func("/chpp-hca/data/migration", test_migration_rts);

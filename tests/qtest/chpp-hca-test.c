@@ -317,6 +317,15 @@ static void test_hcr_query_fw_dev_cap(void)
     g_assert_cmpuint(le32_to_cpu(cap.max_cqs), ==, CHPP_DEFAULT_CQS);
     g_assert_cmpuint(le32_to_cpu(cap.max_mpts), ==, CHPP_DEFAULT_MPTS);
     g_assert_cmpuint(le32_to_cpu(cap.max_pds), ==, CHPP_DEFAULT_PDS);
+    g_assert_cmpuint(le32_to_cpu(cap.max_cq_entries), ==,
+                     CHPP_MAX_CQ_ENTRIES);
+    g_assert_cmpuint(le32_to_cpu(cap.max_mtt_entries), ==,
+                     CHPP_DEFAULT_MTTS);
+    g_assert_cmpuint(le32_to_cpu(cap.max_qp_wqes), ==, CHPP_MAX_QP_WQES);
+    g_assert_cmpuint(le32_to_cpu(cap.max_sge), ==, CHPP_MAX_SGE);
+    g_assert_cmpuint(le32_to_cpu(cap.max_inline), ==, CHPP_MAX_INLINE);
+    g_assert_cmpuint(le32_to_cpu(cap.max_msg_size), ==, CHPP_MAX_MSG_SIZE);
+    g_assert_cmphex(le64_to_cpu(cap.page_size_cap), ==, 0x7ffff000ull);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CMDS), ==, 2);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CMD_ERRORS), ==, 0);
     chpp_stop(d);

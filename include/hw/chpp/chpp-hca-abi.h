@@ -148,9 +148,8 @@ enum chpp_counter {
 #define CHPP_MAX_MSIX_VECTORS       64
 
 /*
- * BAR2: UAR pages, one per user context, CHPP_UAR_PAGE_SIZE each.  The
- * doorbells inside a page are defined by the datapath; until then every
- * access is accepted, reads return 0 and writes are ignored.
+ * BAR2: UAR pages, one per user context, CHPP_UAR_PAGE_SIZE each; the
+ * doorbells inside a page are at CHPP_UAR_*_DB.  Reads return 0.
  */
 #define CHPP_UAR_PAGE_SHIFT         12
 #define CHPP_UAR_PAGE_SIZE          (1u << CHPP_UAR_PAGE_SHIFT)
@@ -687,6 +686,8 @@ enum chpp_qp_type {
 #define CHPP_MAX_SGE                32
 #define CHPP_MAX_RD_ATOMIC          16
 #define CHPP_MAX_MSG_SIZE           (1u << 31)
+/* Inline data that fits the largest WQE after ctrl, raddr and inline hdr. */
+#define CHPP_MAX_INLINE             ((1u << CHPP_MAX_WQE_SHIFT) - 48)
 
 /*
  * Modify-QP mailbox: the attribute mask, then the QP context.  RST2INIT
