@@ -483,6 +483,7 @@ static void test_migration(void)
     g_assert(tmpdir);
     chpp_init_hca(src);
     buf = guest_alloc(&src->qs->alloc, 3 * 4096);
+    src->next_mtt = 100;    /* every migrated field non-zero */
     chpp_create_mr(src, 4, 3, buf + 0x20, 0x1800, CHPP_MPT_LOCAL_WRITE |
                    CHPP_MPT_REMOTE_WRITE);
     g_assert_cmphex(chpp_sw2hw_mpt(src, 33, &phys), ==, CHPP_STAT_OK);
@@ -503,6 +504,7 @@ static void test_migration(void)
     g_assert_cmpuint(cq_src[0].arm, ==, CHPP_CQ_DB_ARM_SOL);
     g_assert_cmpuint(le32_to_cpu(cq_src[1].num_entries), ==, 256);
     g_assert_cmpuint(mpt_src[0].state, ==, CHPP_RES_HW);
+    g_assert_cmpuint(le32_to_cpu(mpt_src[0].mtt_base), ==, 100);
     errs = chpp_counter(src, CHPP_CNT_DB_ERRORS);
     g_assert_cmpuint(errs, ==, 1);
 
