@@ -650,7 +650,7 @@ enum chpp_qp_type {
     CHPP_QPT_UD     = 2,
 };
 
-/* Attribute mask of modify-QP commands (bit numbers of enum ib_qp_attr_mask). */
+/* Attribute mask of modify-QP commands (= enum ib_qp_attr_mask bits). */
 #define CHPP_QP_ATTR_STATE          (1u << 0)   /* never set: implied */
 #define CHPP_QP_ATTR_CUR_STATE      (1u << 1)
 #define CHPP_QP_ATTR_EN_SQD_ASYNC_NOTIFY (1u << 2)
