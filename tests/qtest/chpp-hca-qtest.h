@@ -96,4 +96,14 @@ void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);
 /* True if @vector sent a message since the last call (and clears it). */
 bool chpp_msix_fired(ChppDev *d, uint16_t vector);
 
+/*
+ * QP rings: allocate, zero and map the SQ and RQ of @ctx (sizes and strides
+ * already set in it; 4 KiB pages), fill its MTT bases and page sizes and
+ * return the DMA addresses.
+ */
+void chpp_qp_alloc_rings(ChppDev *d, struct chpp_qp_context *ctx,
+                         uint64_t *sq, uint64_t *rq);
+/* HW2SW_CQ. */
+uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn);
+
 #endif
