@@ -376,6 +376,62 @@ bool chpp_msix_fired(ChppDev *d, uint16_t vector)
     return data != 0;
 }
 
+uint8_t chpp_query_mpt(ChppDev *d, uint32_t idx, struct chpp_mpt_context *ctx)
+{
+    uint8_t status;
+
+    qtest_memset(d->qts, d->mbox_out, 0xa5, sizeof(*ctx));
+    status = chpp_cmd(d, CHPP_CMD_QUERY_MPT, 0, idx, d->mbox_out);
+    qtest_memread(d->qts, d->mbox_out, ctx, sizeof(*ctx));
+    return status;
+}
+
+uint8_t chpp_write_mtt_status(ChppDev *d, uint64_t first,
+                              const uint64_t *entries, uint32_t n)
+{
+    uint64_t hdr[2] = { cpu_to_le64(first), 0 };
+    g_autofree uint64_t *le = g_new(uint64_t, MAX(n, 1));
+    uint32_t i;
+
+    g_assert_cmpuint(n, <=, CHPP_MTT_PER_MAILBOX);
+    for (i = 0; i < n; i++) {
+        le[i] = cpu_to_le64(entries[i]);
+    }
+    qtest_memwrite(d->qts, d->mbox_in, hdr, sizeof(hdr));
+    if (n) {
+        qtest_memwrite(d->qts, d->mbox_in + sizeof(hdr), le, n * 8);
+    }
+    return chpp_cmd(d, CHPP_CMD_WRITE_MTT, d->mbox_in, n, 0);
+}
+
+uint8_t chpp_query_cq(ChppDev *d, uint32_t cqn, struct chpp_cq_context *ctx)
+{
+    uint8_t status;
+
+    qtest_memset(d->qts, d->mbox_out, 0xa5, sizeof(*ctx));
+    status = chpp_cmd(d, CHPP_CMD_QUERY_CQ, 0, cqn, d->mbox_out);
+    qtest_memread(d->qts, d->mbox_out, ctx, sizeof(*ctx));
+    return status;
+}
+
+uint8_t chpp_resize_cq(ChppDev *d, uint32_t cqn,
+                       const struct chpp_cq_context *ctx)
+{
+    qtest_memwrite(d->qts, d->mbox_in, ctx, sizeof(*ctx));
+    return chpp_cmd(d, CHPP_CMD_RESIZE_CQ, d->mbox_in, cqn, 0);
+}
+
+void chpp_assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
+                           uint64_t in, uint32_t mod, uint64_t out)
+{
+    uint32_t errs = chpp_counter(d, CHPP_CNT_GUEST_ERRORS);
+    uint32_t cmd_errs = chpp_counter(d, CHPP_CNT_CMD_ERRORS);
+
+    g_assert_cmphex(chpp_cmd(d, opcode, in, mod, out), ==, status);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_GUEST_ERRORS), ==, errs + 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CMD_ERRORS), ==, cmd_errs + 1);
+}
+
 void chpp_qp_alloc_rings(ChppDev *d, struct chpp_qp_context *ctx,
                          uint64_t *sq, uint64_t *rq)
 {

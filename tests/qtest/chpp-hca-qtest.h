@@ -96,6 +96,16 @@ void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);
 /* True if @vector sent a message since the last call (and clears it). */
 bool chpp_msix_fired(ChppDev *d, uint16_t vector);
 
+/* Memory regions and CQs: raw commands returning the status. */
+uint8_t chpp_query_mpt(ChppDev *d, uint32_t idx, struct chpp_mpt_context *ctx);
+uint8_t chpp_write_mtt_status(ChppDev *d, uint64_t first,
+                              const uint64_t *entries, uint32_t n);
+uint8_t chpp_query_cq(ChppDev *d, uint32_t cqn, struct chpp_cq_context *ctx);
+uint8_t chpp_resize_cq(ChppDev *d, uint32_t cqn,
+                       const struct chpp_cq_context *ctx);
+/* A command that fails is also one guest error and one command error. */
+void chpp_assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
+                           uint64_t in, uint32_t mod, uint64_t out);
 /*
  * QP rings: allocate, zero and map the SQ and RQ of @ctx (sizes and strides
  * already set in it; 4 KiB pages), fill its MTT bases and page sizes and
