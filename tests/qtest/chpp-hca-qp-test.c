@@ -1064,9 +1064,19 @@ static void test_no_mailbox(void)
     g_assert_cmphex(chpp_cmd(t->d, CHPP_CMD_RST2INIT_QP, t->d->mbox_in + 8,
                              0, 0), ==, CHPP_STAT_BAD_MAILBOX);
     check_qp(t, 0);
-    /* QUERY_QP to an unaligned mailbox. */
-    g_assert_cmphex(chpp_cmd(t->d, CHPP_CMD_QUERY_QP, 0, 0,
-                             t->d->mbox_out + 4), ==, CHPP_STAT_BAD_MAILBOX);
+    /* A mailbox outside guest memory: DMA error, nothing changes. */
+    qp_goto(t, 1, CHPP_QPT_RC, CHPP_QPS_INIT);
+    chpp_assert_cmd_fails(t->d, CHPP_STAT_DMA_ERR, CHPP_CMD_INIT2RTR_QP,
+                          0x7ff000000000ull, 1, 0);
+    chpp_assert_cmd_fails(t->d, CHPP_STAT_DMA_ERR, CHPP_CMD_RST2INIT_QP,
+                          0x7ff000000000ull, 2, 0);
+    check_qp(t, 1);
+    check_qp(t, 2);
+    /* QUERY_QP to an unaligned mailbox, or one outside memory. */
+    chpp_assert_cmd_fails(t->d, CHPP_STAT_BAD_MAILBOX, CHPP_CMD_QUERY_QP, 0,
+                          0, t->d->mbox_out + 4);
+    chpp_assert_cmd_fails(t->d, CHPP_STAT_DMA_ERR, CHPP_CMD_QUERY_QP, 0, 1,
+                          0x7ff000000000ull);
     qp_test_stop(t);
 }
 
