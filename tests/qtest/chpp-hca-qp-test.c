@@ -139,6 +139,7 @@ static bool op_allowed(uint16_t opcode, uint8_t state, uint8_t type)
 typedef struct QpTest {
     ChppDev *d;
     uint64_t eq_ring;               /* EQ 0: SQ_DRAINED events */
+    uint64_t sq_ring;               /* the SQ ring every QP uses */
     struct chpp_qp_context create;  /* creation fields, valid */
     struct chpp_qp_context attrs;   /* every attribute, valid */
     struct chpp_qp_context model[NUM_QPS]; /* what QUERY_QP must return */
@@ -166,7 +167,7 @@ static QpTest *qp_test_start(void)
     c->log_sq_stride = 7;
     c->log_rq_size = 3;
     c->log_rq_stride = 6;
-    chpp_qp_alloc_rings(t->d, c, NULL, NULL);
+    chpp_qp_alloc_rings(t->d, c, &t->sq_ring, NULL);
     c->uar = cpu_to_le16(2);
     c->magic = 0x5c;
     c->flags = CHPP_QP_FLAG_SQ_SIG_ALL;
@@ -1092,6 +1093,39 @@ static void test_no_mailbox(void)
     qp_test_stop(t);
 }
 
+/*
+ * Make the next send WQE of @qpn (in RTS) fail: an unknown opcode.  Needs
+ * the engine; returns the state the QP ends in (RTS if nothing happened)
+ * and takes the context the engine left as the model.
+ */
+static uint8_t qp_fail_send(QpTest *t, uint32_t qpn)
+{
+    struct chpp_wqe_ctrl ctrl = {
+        .opcode = 0x7f,
+        .flags = CHPP_WQE_SIGNALED,
+        .wr_id = cpu_to_le64(0x5151),
+    };
+    uint32_t stride = 1u << t->create.log_sq_stride;
+    uint32_t nwqe = 1u << t->create.log_sq_size;
+    struct chpp_qp_context got;
+    uint32_t pi;
+    int i;
+
+    g_assert_cmphex(chpp_query_qp(t->d, qpn, &got), ==, CHPP_STAT_OK);
+    g_assert_cmpuint(got.state, ==, CHPP_QPS_RTS);
+    pi = le32_to_cpu(got.sq_pi);
+    qtest_memset(t->d->qts, t->sq_ring + (pi % nwqe) * stride, 0, stride);
+    qtest_memwrite(t->d->qts, t->sq_ring + (pi % nwqe) * stride, &ctrl,
+                   sizeof(ctrl));
+    chpp_sq_db(t->d, le16_to_cpu(got.uar), qpn, pi + 1);
+    for (i = 0; i < 100 && got.state == CHPP_QPS_RTS; i++) {
+        qtest_clock_step(t->d->qts, 100000);
+        g_assert_cmphex(chpp_query_qp(t->d, qpn, &got), ==, CHPP_STAT_OK);
+    }
+    t->model[qpn] = got;
+    return got.state;
+}
+
 /* SQ_DRAINED events for @qpn on EQ 0 so far. */
 static unsigned sq_drained_events(QpTest *t, uint32_t qpn)
 {
@@ -1146,6 +1180,67 @@ static void test_sqd_notify(void)
     modify_ok(t, CHPP_CMD_RTS2SQD_QP, 0, SQD_NTF, &c);
     g_assert_cmpuint(query_sqd_notify(t, 0) + sq_drained_events(t, 0), ==,
                      1);
+    qp_test_stop(t);
+}
+
+/*
+ * SQE, entered when a send WQE fails (UC, UD; RC goes to ERR): the
+ * transitions out of it, SQERR2RTS masks and CUR_STATE.  Skipped while the
+ * engine does not process WQEs.
+ */
+static void test_sqe(void)
+{
+    QpTest *t = qp_test_start();
+    uint8_t st;
+    size_t ti, oi;
+
+    qp_goto(t, 0, CHPP_QPT_RC, CHPP_QPS_RTS);
+    st = qp_fail_send(t, 0);
+    if (st == CHPP_QPS_RTS) {
+        g_test_skip("the engine does not process send WQEs");
+        qp_test_stop(t);
+        return;
+    }
+    g_assert_cmpuint(st, ==, CHPP_QPS_ERR);
+
+    for (ti = 1; ti < NUM_TYPES; ti++) {
+        uint8_t type = types[ti];
+        const TransRule *r = rule_of(CHPP_CMD_SQERR2RTS_QP);
+        struct chpp_qp_context c = full_ctx(t, type);
+        uint32_t qpn = ti;
+
+        qp_goto(t, qpn, type, CHPP_QPS_RTS);
+        g_assert_cmpuint(qp_fail_send(t, qpn), ==, CHPP_QPS_SQE);
+        for (oi = 0; oi < ARRAY_SIZE(all_modify_ops); oi++) {
+            uint16_t op = all_modify_ops[oi];
+            const TransRule *ro = rule_of(op);
+
+            if (!op_allowed(op, CHPP_QPS_SQE, type)) {
+                modify_fails(t, CHPP_STAT_BAD_QP_STATE, op, qpn,
+                             ro ? ro->req[type] : 0, &c);
+            }
+        }
+        c.state = CHPP_QPS_SQE;
+        check_masks(t, qpn, type, r, &c);
+        c.state = CHPP_QPS_RTS;
+        modify_fails(t, CHPP_STAT_BAD_QP_STATE, r->opcode, qpn, CUR, &c);
+        c.state = CHPP_QPS_SQE;
+        c.qkey = cpu_to_le32(0x31313131);
+        c.access_flags = cpu_to_le32(CHPP_ACCESS_REMOTE_WRITE);
+        modify_ok(t, r->opcode, qpn, r->opt[type], &c);
+        /* SQE to ERR, then RESET. */
+        g_assert_cmpuint(qp_fail_send(t, qpn), ==, CHPP_QPS_SQE);
+        modify_ok(t, CHPP_CMD_2ERR_QP, qpn, 0, NULL);
+        modify_ok(t, CHPP_CMD_2RST_QP, qpn, 0, NULL);
+        /* SQE to RESET. */
+        qp_goto(t, qpn, type, CHPP_QPS_RTS);
+        g_assert_cmpuint(qp_fail_send(t, qpn), ==, CHPP_QPS_SQE);
+        modify_ok(t, CHPP_CMD_2RST_QP, qpn, 0, NULL);
+        /* An empty SQERR2RTS. */
+        qp_goto(t, qpn, type, CHPP_QPS_RTS);
+        g_assert_cmpuint(qp_fail_send(t, qpn), ==, CHPP_QPS_SQE);
+        modify_ok(t, r->opcode, qpn, 0, &c);
+    }
     qp_test_stop(t);
 }
 
@@ -1240,6 +1335,7 @@ int main(int argc, char **argv)
                    test_err_rst_everywhere);
     qtest_add_func("/chpp-hca/qp/no-mailbox", test_no_mailbox);
     qtest_add_func("/chpp-hca/qp/sqd-notify", test_sqd_notify);
+    qtest_add_func("/chpp-hca/qp/sqe", test_sqe);
     qtest_add_func("/chpp-hca/qp/migration", test_migration);
     qtest_add_func("/chpp-hca/qp/reset", test_reset);
     return g_test_run();
