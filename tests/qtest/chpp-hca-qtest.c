@@ -431,3 +431,30 @@ void chpp_assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_GUEST_ERRORS), ==, errs + 1);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CMD_ERRORS), ==, cmd_errs + 1);
 }
+
+void chpp_qp_alloc_rings(ChppDev *d, struct chpp_qp_context *ctx,
+                         uint64_t *sq, uint64_t *rq)
+{
+    uint64_t sq_size = 1ull << (ctx->log_sq_size + ctx->log_sq_stride);
+    uint64_t rq_size = 1ull << (ctx->log_rq_size + ctx->log_rq_stride);
+    uint64_t sq_ring = guest_alloc(&d->qs->alloc, MAX(sq_size, 4096));
+    uint64_t rq_ring = guest_alloc(&d->qs->alloc, MAX(rq_size, 4096));
+
+    qtest_memset(d->qts, sq_ring, 0, sq_size);
+    qtest_memset(d->qts, rq_ring, 0, rq_size);
+    ctx->sq_mtt_base = cpu_to_le32(chpp_map_pages(d, sq_ring, sq_size));
+    ctx->rq_mtt_base = cpu_to_le32(chpp_map_pages(d, rq_ring, rq_size));
+    ctx->sq_log_page_size = 12;
+    ctx->rq_log_page_size = 12;
+    if (sq) {
+        *sq = sq_ring;
+    }
+    if (rq) {
+        *rq = rq_ring;
+    }
+}
+
+uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn)
+{
+    return chpp_cmd(d, CHPP_CMD_HW2SW_CQ, 0, cqn, 0);
+}

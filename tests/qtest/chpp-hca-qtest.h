@@ -106,5 +106,14 @@ uint8_t chpp_resize_cq(ChppDev *d, uint32_t cqn,
 /* A command that fails is also one guest error and one command error. */
 void chpp_assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
                            uint64_t in, uint32_t mod, uint64_t out);
+/*
+ * QP rings: allocate, zero and map the SQ and RQ of @ctx (sizes and strides
+ * already set in it; 4 KiB pages), fill its MTT bases and page sizes and
+ * return the DMA addresses.
+ */
+void chpp_qp_alloc_rings(ChppDev *d, struct chpp_qp_context *ctx,
+                         uint64_t *sq, uint64_t *rq);
+/* HW2SW_CQ. */
+uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn);
 
 #endif
