@@ -13,8 +13,9 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-"$CHPP_ROOT/scripts/setup.sh"
-"$CHPP_ROOT/scripts/build-qemu.sh"
+# Build output goes to stderr: stdout is only the table.
+"$CHPP_ROOT/scripts/setup.sh" >&2
+"$CHPP_ROOT/scripts/build-qemu.sh" >&2
 
 exe="$CHPP_QEMU_BUILD/tests/qtest/chpp-hca-bench"
 [ -x "$exe" ] || chpp_die "no build/qemu/tests/qtest/chpp-hca-bench (did scripts/build-qemu.sh succeed?)"
