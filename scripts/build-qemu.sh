@@ -8,7 +8,7 @@
 # Idempotent and cheap when nothing changed. After the first run, a device
 # source edit only needs `ninja -C build/qemu`; run this script again when
 # files are added to or removed from tests/qtest/ (it refreshes the links and
-# the qtest list) or after editing scripts/qemu-hooks.patch.
+# the qtest and extra-program lists) or after editing scripts/qemu-hooks.patch.
 # See docs/build.md for the layout and the exact hooks.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -72,6 +72,17 @@ join_sources() {
         chpp_log "qtests: $(echo ${new:-(none)})"
         printf '%s\n' "$new" >"$list"
     fi
+    # Extra qtest-style programs (benchmarks): repo files
+    # tests/qtest/chpp-hca*-bench.c. The hook builds them but registers no
+    # test. Same rule: rewritten only when it changes.
+    list="$SRC/tests/qtest/chpp-hca-extra.list"
+    new=$(for f in "$CHPP_ROOT"/tests/qtest/chpp-hca*-bench.c; do
+              if [ -f "$f" ]; then basename "$f" .c; fi
+          done | LC_ALL=C sort)
+    if [ ! -f "$list" ] || [ "$(cat "$list")" != "$new" ]; then
+        chpp_log "extra programs: $(echo ${new:-(none)})"
+        printf '%s\n' "$new" >"$list"
+    fi
 }
 
 unjoin_sources() {
@@ -79,7 +90,7 @@ unjoin_sources() {
     for f in "$SRC/hw/chpp" "$SRC/include/hw/chpp" "$SRC"/tests/qtest/chpp-hca*; do
         if [ -L "$f" ]; then rm -f "$f"; fi
     done
-    rm -f "$SRC/tests/qtest/chpp-hca-qtests.list"
+    rm -f "$SRC/tests/qtest/chpp-hca-qtests.list" "$SRC/tests/qtest/chpp-hca-extra.list"
 }
 
 # --- (b) hooks -----------------------------------------------------------------
