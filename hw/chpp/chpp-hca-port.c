@@ -1,15 +1,28 @@
 /*
- * chpp-hca: the port (one per function) and its commands.
+ * chpp-hca: the port (one per function), its commands and its link state.
  *
- * Without a link the port loops packets back to this device, so its
- * physical link is always up: INIT_PORT makes it ACTIVE and CLOSE_PORT takes
- * it DOWN, each with a PORT_CHANGE event.
+ * The port is ACTIVE when the driver opened it (INIT_PORT) and its physical
+ * link is up.  Without a link (no chardev) the port loops packets back to
+ * this device, so its link is always up.  With a link it is up while the
+ * handshake with the peer holds.  Every change of the port state posts a
+ * PORT_CHANGE event.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include "chpp-hca.h"
 #include "trace.h"
+
+static bool chpp_phys_up(ChppHcaState *s)
+{
+    return !chpp_link_attached(s) || (chpp_link_status(s) & CHPP_LINK_UP);
+}
+
+static uint8_t chpp_port_want(ChppHcaState *s, unsigned i)
+{
+    return s->port_open[i] && chpp_phys_up(s) ? CHPP_PORT_ACTIVE
+                                              : CHPP_PORT_DOWN;
+}
 
 static uint8_t chpp_port_check(ChppHcaState *s, uint32_t port)
 {
@@ -20,14 +33,19 @@ static uint8_t chpp_port_check(ChppHcaState *s, uint32_t port)
     return CHPP_STAT_OK;
 }
 
-static void chpp_port_set_state(ChppHcaState *s, uint32_t port, uint8_t state)
+/* Bring port_state in line with open/link and report a change. */
+static void chpp_port_update(ChppHcaState *s, uint32_t port)
 {
+    uint8_t state = chpp_port_want(s, port - 1);
     struct chpp_eqe eqe = {
         .type = CHPP_EVENT_PORT_CHANGE,
         .subtype = state,
         .event.port.port = cpu_to_le32(port),
     };
 
+    if (s->port_state[port - 1] == state) {
+        return;
+    }
     trace_chpp_hca_port_state(port, s->port_state[port - 1], state);
     s->port_state[port - 1] = state;
     chpp_event_post(s, &eqe);
@@ -40,11 +58,12 @@ uint8_t chpp_cmd_init_port(ChppHcaState *s, uint32_t port)
     if (status != CHPP_STAT_OK) {
         return status;
     }
-    if (s->port_state[port - 1] != CHPP_PORT_DOWN) {
+    if (s->port_open[port - 1]) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_RES_STATE,
                              "port %u already initialised", port);
     }
-    chpp_port_set_state(s, port, CHPP_PORT_ACTIVE);
+    s->port_open[port - 1] = true;
+    chpp_port_update(s, port);
     return CHPP_STAT_OK;
 }
 
@@ -55,28 +74,39 @@ uint8_t chpp_cmd_close_port(ChppHcaState *s, uint32_t port)
     if (status != CHPP_STAT_OK) {
         return status;
     }
-    if (s->port_state[port - 1] == CHPP_PORT_DOWN) {
+    if (!s->port_open[port - 1]) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_RES_STATE,
                              "port %u is not initialised", port);
     }
-    chpp_port_set_state(s, port, CHPP_PORT_DOWN);
+    s->port_open[port - 1] = false;
+    chpp_port_update(s, port);
     return CHPP_STAT_OK;
+}
+
+void chpp_port_link_changed(ChppHcaState *s)
+{
+    unsigned i;
+
+    if (!s->hca_init) {
+        return;
+    }
+    for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        chpp_port_update(s, i + 1);
+    }
 }
 
 uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox)
 {
     uint8_t status = chpp_port_check(s, port);
-    uint8_t state;
     struct chpp_port_info info;
 
     if (status != CHPP_STAT_OK) {
         return status;
     }
-    state = s->port_state[port - 1];
     info = (struct chpp_port_info) {
-        .state = state,
-        .phys_state = state == CHPP_PORT_DOWN ? CHPP_PORT_PHYS_POLLING
-                                              : CHPP_PORT_PHYS_LINK_UP,
+        .state = s->port_state[port - 1],
+        .phys_state = chpp_phys_up(s) ? CHPP_PORT_PHYS_LINK_UP
+                                      : CHPP_PORT_PHYS_POLLING,
         .max_mtu = CHPP_MTU_4096,
         .active_mtu = CHPP_MTU_4096,
         .link_width = 1,
@@ -84,7 +114,7 @@ uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox)
         .lid = cpu_to_le16(s->params.node_id + 1),
         .gid_tbl_len = cpu_to_le32(1),
         .pkey_tbl_len = cpu_to_le32(1),
-        .max_msg_size = cpu_to_le32(1u << 31),
+        .max_msg_size = cpu_to_le32(CHPP_MAX_MSG_SIZE),
         .port_guid = cpu_to_le64(CHPP_PORT_GUID_BASE | s->params.node_id),
         .gid_prefix = cpu_to_le64(0xfe80000000000000ull),
     };
@@ -98,6 +128,17 @@ void chpp_port_reset(ChppHcaState *s)
     unsigned i;
 
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        s->port_open[i] = false;
         s->port_state[i] = CHPP_PORT_DOWN;
+    }
+}
+
+/* The link is not migrated: the port follows this side's link silently. */
+void chpp_port_post_load(ChppHcaState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        s->port_state[i] = chpp_port_want(s, i);
     }
 }

@@ -100,6 +100,7 @@ uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
 static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+    chpp_count(s, CHPP_CNT_PKTS_MALFORMED);
     trace_chpp_hca_pkt_malformed(why);
     return NULL;
 }
@@ -167,7 +168,7 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
     return pkt;
 }
 
-/* Only the loopback exists so far: a node reaches itself, nothing else. */
+/* A node reaches itself by loopback and its peer over the link. */
 bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
 {
     size_t len;
@@ -175,18 +176,33 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
     GByteArray *ba;
 
     pkt->src_node = s->params.node_id;
-    if (pkt->dst_node != s->params.node_id) {
+    frame = chpp_wire_encode(pkt, &len);
+    ba = g_byte_array_new_take(frame, len);
+    if (pkt->dst_node == s->params.node_id) {
+        g_queue_push_tail(s->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
+    } else if (!chpp_link_send(s, pkt->dst_node, pkt->vc % CHPP_NUM_VCS,
+                               ba)) {
         trace_chpp_hca_pkt_no_route(pkt->dst_node);
         return false;
     }
-    frame = chpp_wire_encode(pkt, &len);
-    ba = g_byte_array_new_take(frame, len);
-    g_queue_push_tail(s->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
     chpp_count(s, CHPP_CNT_PKTS_TX);
     trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
                           pkt->psn, pkt->len);
     chpp_engine_kick(s);
     return true;
+}
+
+static GByteArray *chpp_wire_pop(ChppHcaState *s, unsigned vc)
+{
+    GByteArray *ba = g_queue_pop_head(s->wire_rx[vc]);
+
+    if (!ba) {
+        ba = g_queue_pop_head(s->link_rx[vc]);
+        if (ba) {
+            chpp_link_consumed(s, vc);
+        }
+    }
+    return ba;
 }
 
 /* Responses and data (VC0) go first, so GETs never block their answers. */
@@ -197,7 +213,7 @@ ChppPkt *chpp_wire_next(ChppHcaState *s)
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
 
-        while ((ba = g_queue_pop_head(s->wire_rx[vc]))) {
+        while ((ba = chpp_wire_pop(s, vc))) {
             ChppPkt *pkt;
 
             chpp_count(s, CHPP_CNT_PKTS_RX);

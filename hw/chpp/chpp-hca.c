@@ -15,6 +15,7 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
 #include "migration/vmstate.h"
 #include "chpp-hca.h"
 #include "trace.h"
@@ -67,6 +68,7 @@ void chpp_hca_soft_reset(ChppHcaState *s)
 {
     trace_chpp_hca_reset();
     chpp_cmd_reset(s);
+    chpp_link_reset(s);
     chpp_engine_reset(s);
     chpp_qp_reset(s);
     chpp_cq_reset(s);
@@ -201,6 +203,7 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     s->qps = g_new0(ChppQp, s->params.num_qps);
     chpp_cmd_init(s);
     chpp_engine_init(s);
+    chpp_link_realize(s, errp);
     chpp_hca_soft_reset(s);
 }
 
@@ -208,6 +211,7 @@ static void chpp_hca_exit(PCIDevice *pdev)
 {
     ChppHcaState *s = CHPP_HCA(pdev);
 
+    chpp_link_unrealize(s);
     chpp_engine_fini(s);
     chpp_cmd_fini(s);
     g_free(s->qps);
@@ -243,6 +247,7 @@ static int chpp_hca_post_load(void *opaque, int version_id)
     }
     chpp_cmd_post_load(s);
     chpp_engine_post_load(s);
+    chpp_port_post_load(s);
     return 0;
 }
 
@@ -258,6 +263,7 @@ static const VMStateDescription vmstate_chpp_hca = {
         VMSTATE_TIMER_PTR(cmd_timer, ChppHcaState),
         VMSTATE_BOOL(hca_init, ChppHcaState),
         VMSTATE_UINT8_ARRAY(port_state, ChppHcaState, CHPP_NUM_PORTS),
+        VMSTATE_BOOL_ARRAY(port_open, ChppHcaState, CHPP_NUM_PORTS),
         VMSTATE_UINT32(scratch, ChppHcaState),
         VMSTATE_UINT32_ARRAY(counters, ChppHcaState, CHPP_CNT_NUM),
         VMSTATE_STRUCT_ARRAY(eqs, ChppHcaState, CHPP_MAX_EQS, 1,
@@ -289,6 +295,7 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT16("vf-device-id", ChppHcaState, params.vf_device_id,
                        CHPP_PCI_DEVICE_ID_VF),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
+    DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -320,6 +327,8 @@ static const struct {
     { "device-id", "PCI device ID of the physical function" },
     { "vf-device-id", "PCI device ID of the virtual functions" },
     { "node-id", "node id: SRC-CPU of outgoing packets, LID = node-id + 1" },
+    { "chardev", "chardev (a socket) of the link to the peer adapter; "
+                 "without one only this node is reachable" },
     { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
     { "num-cqs", "completion queues (1..4096)" },
     { "num-eqs", "event queues (1..64)" },
@@ -360,10 +369,16 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
     }
 }
 
+static void chpp_hca_instance_init(Object *obj)
+{
+    chpp_link_add_properties(obj);
+}
+
 static const TypeInfo chpp_hca_info = {
     .name = TYPE_CHPP_HCA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(ChppHcaState),
+    .instance_init = chpp_hca_instance_init,
     .class_init = chpp_hca_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -11,6 +11,7 @@
 #include "qemu/timer.h"
 #include "sysemu/dma.h"
 #include "sysemu/runstate.h"
+#include "chardev/char-fe.h"
 #include "hw/chpp/chpp-hca-abi.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
@@ -171,6 +172,31 @@ typedef struct ChppQp {
     ChppQpEngine eng;
 } ChppQp;
 
+/* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
+typedef struct ChppLink {
+    CharBackend chr;
+    bool up;                    /* HELLO exchanged, peer accepted */
+    uint16_t peer_node;
+    uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
+    uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
+    GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
+    GByteArray *out;            /* records not yet taken by the chardev */
+    guint watch;
+    uint8_t *rx;                /* one record being reassembled */
+    uint32_t rx_len;
+    /* Fault injection (QOM properties, settable at run time) */
+    uint32_t drop_next;
+    uint32_t drop_every;
+    uint32_t drop_percent;
+    uint32_t corrupt_next;
+    uint32_t dup_next;
+    uint64_t delay_ns;
+    uint32_t frame_seq;
+    uint64_t rand_state;
+    QEMUTimer *delay_timer;
+    GQueue *delayed;            /* ChppDelayed, in send order */
+} ChppLink;
+
 struct ChppHcaState {
     PCIDevice parent_obj;
 
@@ -187,6 +213,7 @@ struct ChppHcaState {
 
     bool hca_init;
     uint8_t port_state[CHPP_NUM_PORTS];
+    bool port_open[CHPP_NUM_PORTS];     /* INIT_PORT done */
     uint32_t scratch;
     uint32_t counters[CHPP_CNT_NUM];
 
@@ -207,6 +234,8 @@ struct ChppHcaState {
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
+    GQueue *link_rx[2];         /* frames from the link per channel */
+    ChppLink link;
     bool engine_stopped;        /* VM stopped: do not touch guest memory */
     VMChangeStateEntry *vmstate_change;
 };
@@ -315,8 +344,23 @@ bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
 bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
                         size_t len, uint8_t *status);
 
+/* chpp-hca-link.c: the chardev link to a peer adapter. */
+void chpp_link_realize(ChppHcaState *s, Error **errp);
+void chpp_link_unrealize(ChppHcaState *s);
+void chpp_link_reset(ChppHcaState *s);
+void chpp_link_add_properties(Object *obj);
+bool chpp_link_attached(ChppHcaState *s);
+/* Send an encoded frame (takes ownership); false: no route to @node. */
+bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
+                    GByteArray *frame);
+/* The engine consumed a frame of @vc that came from the link. */
+void chpp_link_consumed(ChppHcaState *s, uint8_t vc);
+uint32_t chpp_link_status(ChppHcaState *s);
+
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);
+void chpp_port_link_changed(ChppHcaState *s);
+void chpp_port_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_init_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_close_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);

@@ -73,11 +73,17 @@
 #define CHPP_REG_MSIX_INFO          0x001c  /* RO: number of MSI-X vectors */
 #define CHPP_REG_RESET              0x0020  /* WO: write CHPP_RESET_MAGIC */
 #define CHPP_REG_SCRATCH            0x0030  /* RW: no effect, 0 at reset */
+#define CHPP_REG_LINK               0x0040  /* RO: CHPP_LINK_* */
 
 #define CHPP_MAGIC                  0x50504843u /* "CHPP" in memory order */
 
 #define CHPP_CAP_CMD_EVENTS         (1u << 0) /* HCR e bit supported */
 #define CHPP_CAP_VF                 (1u << 1) /* this function is a VF */
+#define CHPP_CAP_LINK               (1u << 2) /* a link (chardev) is attached */
+
+#define CHPP_LINK_UP                (1u << 0) /* handshake done, peer known */
+#define CHPP_LINK_ATTACHED          (1u << 1) /* chardev present */
+#define CHPP_LINK_PEER_SHIFT        16        /* bits 31:16: peer node id */
 
 #define CHPP_STATUS_HCA_INIT        (1u << 0) /* INIT_HCA done */
 #define CHPP_STATUS_CMD_BUSY        (1u << 1) /* mirror of HCR go */
@@ -139,6 +145,19 @@ enum chpp_counter {
     CHPP_CNT_MAGIC_DROPS,       /* ... of which: QP Magic mismatch */
     CHPP_CNT_RETRANSMITS,       /* requests sent again (timeout, NAK) */
     CHPP_CNT_RNR_NAKS,          /* RNR NAKs received */
+    CHPP_CNT_PKTS_MALFORMED,    /* received frames that failed decoding */
+    CHPP_CNT_LINK_TX_FRAMES,    /* frames written to the link */
+    CHPP_CNT_LINK_RX_FRAMES,    /* frames read from the link */
+    CHPP_CNT_LINK_DOWN_DROPS,   /* frames for the peer while the link is down */
+    CHPP_CNT_LINK_BAD_RECORDS,  /* link protocol errors (connection cut) */
+    CHPP_CNT_LINK_CREDIT_ERRORS,/* frames beyond the credits we granted */
+    CHPP_CNT_LINK_REFUSED,      /* handshakes refused (either side) */
+    CHPP_CNT_LINK_UPS,          /* link up transitions */
+    CHPP_CNT_LINK_DOWNS,        /* link down transitions */
+    CHPP_CNT_FAULT_DROPS,       /* frames dropped by fault injection */
+    CHPP_CNT_FAULT_CORRUPTS,    /* frames corrupted by fault injection */
+    CHPP_CNT_FAULT_DUPS,        /* frames duplicated by fault injection */
+    CHPP_CNT_FAULT_DELAYS,      /* frames delayed by fault injection */
     CHPP_CNT_NUM
 };
 
@@ -907,6 +926,61 @@ struct chpp_wire_ext {
     uint32_t reserved[2];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
+
+/*
+ * Link protocol (docs/link.md): on a byte stream (a QEMU chardev socket)
+ * every message is a record: header, then len bytes.  FRAME records carry
+ * one wire frame; HELLO opens the link; CREDIT returns frame credits.
+ */
+#define CHPP_LINK_MAGIC             0x4b4e4c43u /* "CLNK" in memory order */
+#define CHPP_LINK_VERSION_MAJOR     1
+#define CHPP_LINK_VERSION_MINOR     0
+#define CHPP_LINK_CREDITS           64          /* frames per VC granted */
+
+enum chpp_link_rec_type {
+    CHPP_LINK_HELLO     = 1,
+    CHPP_LINK_FRAME     = 2,
+    CHPP_LINK_CREDIT    = 3,
+    CHPP_LINK_REFUSE    = 4,
+};
+
+struct chpp_link_rec {
+    uint32_t magic;             /* CHPP_LINK_MAGIC */
+    uint8_t  type;              /* enum chpp_link_rec_type */
+    uint8_t  vc;                /* FRAME, CREDIT: virtual channel */
+    uint16_t reserved;
+    uint32_t len;               /* bytes that follow */
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_link_rec, 12);
+
+#define CHPP_LINK_CAP_GET_VC        (1u << 0)   /* separate GET channel */
+
+struct chpp_link_hello {
+    uint16_t version_major;
+    uint16_t version_minor;
+    uint16_t node_id;
+    uint16_t reserved0;
+    uint32_t caps;              /* CHPP_LINK_CAP_* */
+    uint32_t credits[CHPP_NUM_VCS];
+    uint32_t reserved1[3];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_link_hello, 32);
+
+struct chpp_link_credit {
+    uint32_t count;             /* frames the sender may send again */
+};
+
+enum chpp_link_refusal {
+    CHPP_LINK_REFUSE_VERSION    = 1,
+    CHPP_LINK_REFUSE_SAME_NODE  = 2,
+    CHPP_LINK_REFUSE_PROTOCOL   = 3,
+};
+
+struct chpp_link_refuse {
+    uint32_t reason;            /* enum chpp_link_refusal */
+    char     text[60];          /* NUL-terminated explanation */
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_link_refuse, 64);
 
 #define CHPP_WIRE_FRAME_MAX \
     (CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext) + CHPP_WIRE_MAX_PAYLOAD)

@@ -1,0 +1,590 @@
+/*
+ * chpp-hca: the link to a peer adapter over a QEMU chardev (docs/link.md).
+ *
+ * The byte stream carries records: HELLO (version, node id, credits),
+ * FRAME (one wire frame), CREDIT (frames the receiver consumed) and REFUSE.
+ * Each virtual channel has its own credits, so GET requests waiting for
+ * credits never hold up the responses that would free them.  The peer is
+ * untrusted: a record that breaks the protocol cuts the connection, a bad
+ * frame inside a valid record is dropped and counted by the decoder.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "qom/object.h"
+#include "chardev/char-fe.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+#define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
+
+typedef struct ChppDelayed {
+    int64_t when;
+    uint8_t vc;
+    GByteArray *frame;
+} ChppDelayed;
+
+bool chpp_link_attached(ChppHcaState *s)
+{
+    return qemu_chr_fe_backend_connected(&s->link.chr);
+}
+
+uint32_t chpp_link_status(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (!chpp_link_attached(s)) {
+        return 0;
+    }
+    return CHPP_LINK_ATTACHED | (l->up ? CHPP_LINK_UP : 0) |
+           (l->up ? (uint32_t)l->peer_node << CHPP_LINK_PEER_SHIFT : 0);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
+                                   void *opaque);
+
+static void chpp_link_flush(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    while (l->out->len) {
+        int n = qemu_chr_fe_write(&l->chr, l->out->data, l->out->len);
+
+        if (n <= 0) {
+            break;
+        }
+        g_byte_array_remove_range(l->out, 0, n);
+    }
+    if (l->out->len && !l->watch) {
+        l->watch = qemu_chr_fe_add_watch(&l->chr, G_IO_OUT | G_IO_HUP,
+                                         chpp_link_writable, s);
+    }
+}
+
+static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
+                                   void *opaque)
+{
+    ChppHcaState *s = opaque;
+
+    s->link.watch = 0;
+    chpp_link_flush(s);
+    return G_SOURCE_REMOVE;
+}
+
+static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
+                          const void *data, uint32_t len)
+{
+    struct chpp_link_rec rec = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC),
+        .type = type,
+        .vc = vc,
+        .len = cpu_to_le32(len),
+    };
+
+    g_byte_array_append(s->link.out, (const guint8 *)&rec, sizeof(rec));
+    g_byte_array_append(s->link.out, data, len);
+}
+
+/* Move frames whose channel has credits from the backlog to the stream. */
+static void chpp_link_pump(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GByteArray *frame;
+
+        while (l->credits[vc] && (frame = g_queue_pop_head(l->backlog[vc]))) {
+            l->credits[vc]--;
+            chpp_link_put(s, CHPP_LINK_FRAME, vc, frame->data, frame->len);
+            chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
+            g_byte_array_unref(frame);
+        }
+    }
+    chpp_link_flush(s);
+}
+
+static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
+{
+    g_queue_push_tail(s->link.backlog[vc], frame);
+    chpp_link_pump(s);
+}
+
+/* ---- fault injection ------------------------------------------------- */
+
+static uint32_t chpp_link_rand(ChppLink *l)
+{
+    /* xorshift64*: reproducible from fault-seed */
+    l->rand_state ^= l->rand_state >> 12;
+    l->rand_state ^= l->rand_state << 25;
+    l->rand_state ^= l->rand_state >> 27;
+    return (l->rand_state * 0x2545f4914f6cdd1dull) >> 32;
+}
+
+/* Flip a bit of the PSN: the receiver sees a sequence gap. */
+static void chpp_link_corrupt(GByteArray *frame)
+{
+    struct chpp_wire_ext *e = (void *)(frame->data + CHPP_WIRE_HDR_SIZE);
+
+    e->psn ^= cpu_to_le32(0x400000);
+}
+
+static void chpp_link_delay_cb(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    ChppLink *l = &s->link;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    ChppDelayed *d;
+
+    while ((d = g_queue_peek_head(l->delayed)) && d->when <= now) {
+        g_queue_pop_head(l->delayed);
+        if (l->up) {
+            chpp_link_queue(s, d->vc, d->frame);
+        } else {
+            g_byte_array_unref(d->frame);
+        }
+        g_free(d);
+    }
+    if (d) {
+        timer_mod(l->delay_timer, d->when);
+    }
+}
+
+/* Returns true if the fault injector consumed the frame. */
+static bool chpp_link_fault(ChppHcaState *s, uint8_t vc, GByteArray *frame)
+{
+    ChppLink *l = &s->link;
+    bool drop = false;
+
+    l->frame_seq++;
+    if (l->drop_next) {
+        l->drop_next--;
+        drop = true;
+    } else if (l->drop_every && l->frame_seq % l->drop_every == 0) {
+        drop = true;
+    } else if (l->drop_percent && chpp_link_rand(l) % 100 < l->drop_percent) {
+        drop = true;
+    }
+    if (drop) {
+        chpp_count(s, CHPP_CNT_FAULT_DROPS);
+        trace_chpp_hca_link_fault("drop", l->frame_seq);
+        g_byte_array_unref(frame);
+        return true;
+    }
+    if (l->corrupt_next) {
+        l->corrupt_next--;
+        chpp_count(s, CHPP_CNT_FAULT_CORRUPTS);
+        trace_chpp_hca_link_fault("corrupt", l->frame_seq);
+        chpp_link_corrupt(frame);
+    }
+    if (l->dup_next) {
+        l->dup_next--;
+        chpp_count(s, CHPP_CNT_FAULT_DUPS);
+        trace_chpp_hca_link_fault("duplicate", l->frame_seq);
+        chpp_link_queue(s, vc, g_byte_array_ref(frame));
+    }
+    if (l->delay_ns) {
+        ChppDelayed *d = g_new(ChppDelayed, 1);
+
+        d->when = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + l->delay_ns;
+        d->vc = vc;
+        d->frame = frame;
+        chpp_count(s, CHPP_CNT_FAULT_DELAYS);
+        g_queue_push_tail(l->delayed, d);
+        if (!timer_pending(l->delay_timer)) {
+            timer_mod(l->delay_timer, d->when);
+        }
+        return true;
+    }
+    return false;
+}
+
+bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
+                    GByteArray *frame)
+{
+    ChppLink *l = &s->link;
+
+    if (!chpp_link_attached(s)) {
+        g_byte_array_unref(frame);
+        return false;
+    }
+    /* A missing or unreachable peer loses the frame; RC retries notice. */
+    if (!l->up || node != l->peer_node) {
+        chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
+        trace_chpp_hca_link_drop(node, l->up);
+        g_byte_array_unref(frame);
+        return true;
+    }
+    if (!chpp_link_fault(s, vc, frame)) {
+        chpp_link_queue(s, vc, frame);
+    }
+    return true;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static void chpp_link_send_hello(ChppHcaState *s)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR),
+        .node_id = cpu_to_le16(s->params.node_id),
+        .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
+        .credits = { cpu_to_le32(CHPP_LINK_CREDITS),
+                     cpu_to_le32(CHPP_LINK_CREDITS) },
+    };
+
+    chpp_link_put(s, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+    chpp_link_flush(s);
+}
+
+static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
+                             const char *text)
+{
+    struct chpp_link_refuse r = { .reason = cpu_to_le32(reason) };
+
+    pstrcpy(r.text, sizeof(r.text), text);
+    chpp_count(s, CHPP_CNT_LINK_REFUSED);
+    error_report("chpp-hca node %u: link refused: %s", s->params.node_id,
+                 text);
+    chpp_link_put(s, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
+    chpp_link_flush(s);
+    qemu_chr_fe_disconnect(&s->link.chr);
+}
+
+static void chpp_link_set_up(ChppHcaState *s, bool up)
+{
+    ChppLink *l = &s->link;
+
+    if (l->up == up) {
+        return;
+    }
+    l->up = up;
+    chpp_count(s, up ? CHPP_CNT_LINK_UPS : CHPP_CNT_LINK_DOWNS);
+    trace_chpp_hca_link_state(up, l->peer_node);
+    chpp_port_link_changed(s);
+    chpp_engine_kick(s);
+}
+
+static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
+{
+    ChppLink *l = &s->link;
+    struct chpp_link_hello h = {};
+    g_autofree char *why = NULL;
+    unsigned vc;
+
+    memcpy(&h, p, MIN(len, sizeof(h)));
+    if (len < sizeof(h) ||
+        le16_to_cpu(h.version_major) != CHPP_LINK_VERSION_MAJOR) {
+        why = g_strdup_printf("peer speaks link protocol %u.%u, this "
+                              "device %u.%u", le16_to_cpu(h.version_major),
+                              le16_to_cpu(h.version_minor),
+                              CHPP_LINK_VERSION_MAJOR,
+                              CHPP_LINK_VERSION_MINOR);
+        chpp_link_refuse(s, CHPP_LINK_REFUSE_VERSION, why);
+        return;
+    }
+    if (le16_to_cpu(h.node_id) == s->params.node_id) {
+        why = g_strdup_printf("peer has the same node id %u",
+                              s->params.node_id);
+        chpp_link_refuse(s, CHPP_LINK_REFUSE_SAME_NODE, why);
+        return;
+    }
+    l->peer_node = le16_to_cpu(h.node_id);
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        l->credits[vc] = MIN(le32_to_cpu(h.credits[vc]), 4096);
+    }
+    chpp_link_set_up(s, true);
+    chpp_link_pump(s);
+}
+
+static void chpp_link_credit(ChppHcaState *s, uint8_t vc, const uint8_t *p,
+                             uint32_t len)
+{
+    ChppLink *l = &s->link;
+
+    if (len >= 4) {
+        l->credits[vc] = MIN((uint64_t)l->credits[vc] + ldl_le_p(p), 4096);
+        chpp_link_pump(s);
+    }
+}
+
+static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
+                            uint32_t len)
+{
+    ChppLink *l = &s->link;
+
+    /* Frames beyond the credits we granted: a misbehaving peer. */
+    if (g_queue_get_length(s->link_rx[vc]) + l->owed[vc] >=
+        CHPP_LINK_CREDITS) {
+        chpp_count(s, CHPP_CNT_LINK_CREDIT_ERRORS);
+        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+        trace_chpp_hca_link_bad("frame beyond granted credits");
+        return;
+    }
+    chpp_count(s, CHPP_CNT_LINK_RX_FRAMES);
+    g_queue_push_tail(s->link_rx[vc], g_byte_array_append(
+                      g_byte_array_sized_new(len), p, len));
+    chpp_engine_kick(s);
+}
+
+void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
+{
+    ChppLink *l = &s->link;
+
+    if (!l->up) {
+        return;
+    }
+    /* Return credits in batches to keep CREDIT records rare. */
+    if (++l->owed[vc] >= CHPP_LINK_CREDITS / 4) {
+        struct chpp_link_credit c = { .count = cpu_to_le32(l->owed[vc]) };
+
+        l->owed[vc] = 0;
+        chpp_link_put(s, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+        chpp_link_flush(s);
+    }
+}
+
+/* Bytes that break the record protocol: there is no way to resync. */
+static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
+{
+    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
+    trace_chpp_hca_link_bad(why);
+    s->link.rx_len = 0;
+    qemu_chr_fe_disconnect(&s->link.chr);
+}
+
+static int chpp_link_can_receive(void *opaque)
+{
+    ChppHcaState *s = opaque;
+
+    return CHPP_LINK_REC_MAX - s->link.rx_len;
+}
+
+static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
+{
+    ChppHcaState *s = opaque;
+    ChppLink *l = &s->link;
+    uint32_t off = 0;
+
+    size = MIN(size, (int)(CHPP_LINK_REC_MAX - l->rx_len));
+    memcpy(l->rx + l->rx_len, buf, size);
+    l->rx_len += size;
+
+    while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
+        const struct chpp_link_rec *rec = (void *)(l->rx + off);
+        const uint8_t *p = l->rx + off + sizeof(*rec);
+        uint32_t len = le32_to_cpu(rec->len);
+
+        if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
+            len > CHPP_WIRE_FRAME_MAX || rec->vc >= CHPP_NUM_VCS) {
+            chpp_link_protocol_error(s, "bad record header");
+            return;
+        }
+        if (l->rx_len - off - sizeof(*rec) < len) {
+            break;              /* the rest arrives later */
+        }
+        off += sizeof(*rec) + len;
+
+        switch (rec->type) {
+        case CHPP_LINK_HELLO:
+            chpp_link_hello(s, p, len);
+            break;
+        case CHPP_LINK_REFUSE:
+            chpp_count(s, CHPP_CNT_LINK_REFUSED);
+            error_report("chpp-hca node %u: the peer refused the link: %.*s",
+                         s->params.node_id,
+                         (int)MIN(len > 4 ? len - 4 : 0, 59), p + 4);
+            break;
+        case CHPP_LINK_CREDIT:
+            if (l->up) {
+                chpp_link_credit(s, rec->vc, p, len);
+            }
+            break;
+        case CHPP_LINK_FRAME:
+            if (!l->up) {
+                chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+                trace_chpp_hca_link_bad("frame before HELLO");
+                break;
+            }
+            chpp_link_frame(s, rec->vc, p, len);
+            break;
+        default:
+            chpp_link_protocol_error(s, "unknown record type");
+            return;
+        }
+        if (!l->rx_len) {
+            return;             /* the connection was cut meanwhile */
+        }
+    }
+    memmove(l->rx, l->rx + off, l->rx_len - off);
+    l->rx_len -= off;
+}
+
+static void chpp_link_drop_queues(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    ChppDelayed *d;
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GByteArray *ba;
+
+        while ((ba = g_queue_pop_head(l->backlog[vc]))) {
+            chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
+            g_byte_array_unref(ba);
+        }
+        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
+            g_byte_array_unref(ba);
+        }
+        l->credits[vc] = 0;
+        l->owed[vc] = 0;
+    }
+    while ((d = g_queue_pop_head(l->delayed))) {
+        g_byte_array_unref(d->frame);
+        g_free(d);
+    }
+    timer_del(l->delay_timer);
+    g_byte_array_set_size(l->out, 0);
+    if (l->watch) {
+        g_source_remove(l->watch);
+        l->watch = 0;
+    }
+    l->rx_len = 0;
+}
+
+static void chpp_link_event(void *opaque, QEMUChrEvent event)
+{
+    ChppHcaState *s = opaque;
+
+    switch (event) {
+    case CHR_EVENT_OPENED:
+        trace_chpp_hca_link_event("opened");
+        chpp_link_drop_queues(s);
+        chpp_link_send_hello(s);
+        break;
+    case CHR_EVENT_CLOSED:
+        trace_chpp_hca_link_event("closed");
+        chpp_link_drop_queues(s);
+        chpp_link_set_up(s, false);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- lifecycle and properties ---------------------------------------- */
+
+void chpp_link_realize(ChppHcaState *s, Error **errp)
+{
+    ChppLink *l = &s->link;
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        l->backlog[vc] = g_queue_new();
+        s->link_rx[vc] = g_queue_new();
+    }
+    l->delayed = g_queue_new();
+    l->out = g_byte_array_new();
+    l->rx = g_malloc(CHPP_LINK_REC_MAX);
+    l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
+    if (!l->rand_state) {
+        l->rand_state = 0x9e3779b97f4a7c15ull;
+    }
+    if (chpp_link_attached(s)) {
+        qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
+                                 chpp_link_receive, chpp_link_event, NULL, s,
+                                 NULL, true);
+    }
+}
+
+void chpp_link_unrealize(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    unsigned vc;
+
+    qemu_chr_fe_deinit(&l->chr, false);
+    chpp_link_drop_queues(s);
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        g_queue_free(l->backlog[vc]);
+        g_queue_free(s->link_rx[vc]);
+    }
+    g_queue_free(l->delayed);
+    g_byte_array_unref(l->out);
+    g_free(l->rx);
+    timer_free(l->delay_timer);
+}
+
+/* A device reset forgets queued traffic; the connection itself stays. */
+void chpp_link_reset(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GByteArray *ba;
+
+        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
+            g_byte_array_unref(ba);
+            chpp_link_consumed(s, vc);
+        }
+    }
+    l->drop_next = l->drop_every = l->drop_percent = 0;
+    l->corrupt_next = l->dup_next = 0;
+    l->delay_ns = 0;
+}
+
+static void chpp_link_cut(Object *obj, bool value, Error **errp)
+{
+    ChppHcaState *s = CHPP_HCA(obj);
+
+    if (value && chpp_link_attached(s)) {
+        trace_chpp_hca_link_fault("cut", s->link.frame_seq);
+        qemu_chr_fe_disconnect(&s->link.chr);
+    }
+}
+
+static bool chpp_link_get_false(Object *obj, Error **errp)
+{
+    return false;
+}
+
+static void chpp_link_get_up(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    bool up = CHPP_HCA(obj)->link.up;
+
+    visit_type_bool(v, name, &up, errp);
+}
+
+void chpp_link_add_properties(Object *obj)
+{
+    ChppHcaState *s = CHPP_HCA(obj);
+    ChppLink *l = &s->link;
+
+    object_property_add_uint32_ptr(obj, "fault-drop-next", &l->drop_next,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "fault-drop-every", &l->drop_every,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "fault-drop-percent",
+                                   &l->drop_percent, OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "fault-corrupt-next",
+                                   &l->corrupt_next, OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "fault-duplicate-next", &l->dup_next,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint64_ptr(obj, "fault-delay-ns", &l->delay_ns,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint64_ptr(obj, "fault-seed", &l->rand_state,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_bool(obj, "fault-cut", chpp_link_get_false,
+                             chpp_link_cut);
+    object_property_add(obj, "link-up", "bool", chpp_link_get_up, NULL, NULL,
+                        NULL);
+}
