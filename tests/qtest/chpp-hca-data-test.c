@@ -21,25 +21,10 @@
                      CHPP_MPT_REMOTE_WRITE | CHPP_MPT_REMOTE_ATOMIC)
 #define WAIT_STEPS  5000
 
-typedef struct TCq {
-    uint32_t cqn;
-    uint64_t ring;
-    uint32_t nent;
-    uint32_t ci;
-} TCq;
-
-typedef struct TQp {
-    uint32_t qpn;
-    uint8_t type;
-    uint64_t sq;
-    uint64_t rq;
-    uint32_t sq_pi;
-    uint32_t rq_pi;
-    uint8_t log_sq;
-    uint8_t log_rq;
-    uint8_t stride;         /* log2 of both strides */
-    uint8_t magic;
-} TQp;
+typedef ChppTCq TCq;
+typedef ChppTQp TQp;
+typedef ChppTSge TSge;
+typedef ChppWqeBuf Wqe;
 
 typedef struct Fx {
     ChppDev *d;
@@ -59,6 +44,7 @@ static void fx_cq(Fx *f, uint32_t cqn, uint32_t nent)
         .cqn = cqn,
         .nent = nent,
         .ring = chpp_create_cq(f->d, cqn, nent, 0, UAR),
+        .uar = UAR,
     };
 }
 
@@ -89,6 +75,7 @@ static uint8_t fx_qp_init(Fx *f, TQp *q, uint32_t qpn, uint8_t type)
 
     q->qpn = qpn;
     q->type = type;
+    q->uar = UAR;
     q->sq = guest_alloc(&f->d->qs->alloc, MAX(sq_size, 4096));
     q->rq = guest_alloc(&f->d->qs->alloc, MAX(rq_size, 4096));
     qtest_memset(f->d->qts, q->sq, 0, sq_size);
@@ -185,128 +172,32 @@ static uint32_t fx_mr(Fx *f, uint64_t addr, uint64_t len, uint32_t flags)
 
 static void fx_fill(Fx *f, uint64_t addr, size_t len, uint8_t seed)
 {
-    g_autofree uint8_t *data = g_malloc(len);
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        data[i] = seed + i * 7 + (i >> 8);
-    }
-    qtest_bufwrite(f->d->qts, addr, data, len);
+    chpp_fill(f->d, addr, len, seed);
 }
 
 static void fx_check(Fx *f, uint64_t addr, size_t len, uint8_t seed)
 {
-    g_autofree uint8_t *data = g_malloc(len);
-    size_t i;
-
-    qtest_bufread(f->d->qts, addr, data, len);
-    for (i = 0; i < len; i++) {
-        if (data[i] != (uint8_t)(seed + i * 7 + (i >> 8))) {
-            g_error("byte %zu of %zu at 0x%" PRIx64 ": 0x%02x, want 0x%02x",
-                    i, len, addr, data[i], (uint8_t)(seed + i * 7 + (i >> 8)));
-        }
-    }
+    chpp_check(f->d, addr, len, seed);
 }
 
 /* ---- work requests ----------------------------------------------------- */
 
-typedef struct Wqe {
-    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
-    uint32_t pos;
-} Wqe;
+#define wqe_new chpp_wqe_new
+#define wqe_raddr chpp_wqe_raddr
+#define wqe_atomic chpp_wqe_atomic
+#define wqe_ud chpp_wqe_ud
+#define wqe_sge chpp_wqe_sge
+#define wqe_inline chpp_wqe_inline
 
-static Wqe *wqe_new(uint8_t opcode, uint8_t flags, uint64_t wr_id,
-                    uint32_t imm)
-{
-    Wqe *w = g_new0(Wqe, 1);
-
-    w->buf[0] = opcode;
-    w->buf[1] = flags;
-    stl_le_p(w->buf + 4, imm);
-    stq_le_p(w->buf + 8, wr_id);
-    w->pos = 16;
-    return w;
-}
-
-static void wqe_raddr(Wqe *w, uint64_t raddr, uint32_t rkey)
-{
-    stq_le_p(w->buf + w->pos, raddr);
-    stl_le_p(w->buf + w->pos + 8, rkey);
-    w->pos += 16;
-}
-
-static void wqe_atomic(Wqe *w, uint64_t swap_add, uint64_t compare)
-{
-    stq_le_p(w->buf + w->pos, swap_add);
-    stq_le_p(w->buf + w->pos + 8, compare);
-    w->pos += 16;
-}
-
-static void wqe_ud(Wqe *w, uint32_t node, uint32_t qpn, uint32_t qkey,
-                   uint8_t magic)
-{
-    stl_le_p(w->buf + w->pos, node);
-    stl_le_p(w->buf + w->pos + 4, qpn);
-    stl_le_p(w->buf + w->pos + 8, qkey);
-    w->buf[w->pos + 13] = magic;
-    w->pos += 16;
-}
-
-static void wqe_sge(Wqe *w, uint64_t addr, uint32_t len, uint32_t lkey)
-{
-    stl_le_p(w->buf + w->pos, len);
-    stl_le_p(w->buf + w->pos + 4, lkey);
-    stq_le_p(w->buf + w->pos + 8, addr);
-    w->pos += 16;
-    w->buf[2]++;
-}
-
-static void wqe_inline(Wqe *w, const void *data, uint32_t len)
-{
-    stl_le_p(w->buf + w->pos, len);
-    memcpy(w->buf + w->pos + 16, data, len);
-    w->pos += 16 + ROUND_UP(len, 16);
-}
-
-/* Write @w at the SQ producer index; ring the doorbell unless @batch. */
 static void post_send(Fx *f, TQp *q, Wqe *w, bool ring)
 {
-    uint32_t slot = q->sq_pi & ((1u << q->log_sq) - 1);
-
-    qtest_memwrite(f->d->qts, q->sq + ((uint64_t)slot << q->stride), w->buf,
-                   1u << q->stride);
-    q->sq_pi = (q->sq_pi + 1) & 0xffff;
-    if (ring) {
-        chpp_sq_db(f->d, UAR, q->qpn, q->sq_pi);
-    }
-    g_free(w);
+    chpp_post_send(f->d, q, w, ring);
 }
-
-
-typedef struct TSge {
-    uint64_t addr;
-    uint32_t len;
-    uint32_t key;
-} TSge;
 
 static void post_recv_sges(Fx *f, TQp *q, uint64_t wr_id, const TSge *sge,
                            uint32_t n)
 {
-    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT] = {};
-    uint32_t slot = q->rq_pi & ((1u << q->log_rq) - 1);
-    uint32_t i;
-
-    stq_le_p(buf, wr_id);
-    stl_le_p(buf + 8, n);
-    for (i = 0; i < n; i++) {
-        stl_le_p(buf + 16 + 16 * i, sge[i].len);
-        stl_le_p(buf + 20 + 16 * i, sge[i].key);
-        stq_le_p(buf + 24 + 16 * i, sge[i].addr);
-    }
-    qtest_memwrite(f->d->qts, q->rq + ((uint64_t)slot << q->stride), buf,
-                   1u << q->stride);
-    q->rq_pi = (q->rq_pi + 1) & 0xffff;
-    chpp_rq_db(f->d, UAR, q->qpn, q->rq_pi);
+    chpp_post_recv_sges(f->d, q, wr_id, sge, n);
 }
 
 static void post_recv(Fx *f, TQp *q, uint64_t wr_id, uint64_t addr,
@@ -321,27 +212,12 @@ static void post_recv(Fx *f, TQp *q, uint64_t wr_id, uint64_t addr,
 
 static bool cqe_valid(Fx *f, TCq *cq, struct chpp_cqe *cqe)
 {
-    bool want = !((cq->ci / cq->nent) & 1);
-
-    chpp_read_cqe(f->d, cq->ring, cq->ci % cq->nent, cqe);
-    return !!(cqe->owner & CHPP_CQE_OWNER) == want;
+    return chpp_cqe_valid(f->d, cq, cqe);
 }
 
-/* Wait for the next CQE (bounded), consume it and tell the device. */
 static void poll_cq(Fx *f, uint32_t cqn, struct chpp_cqe *cqe)
 {
-    TCq *cq = &f->cq[cqn];
-    int i;
-
-    for (i = 0; i < WAIT_STEPS; i++) {
-        if (cqe_valid(f, cq, cqe)) {
-            cq->ci++;
-            chpp_cq_db(f->d, UAR, cqn, CHPP_CQ_DB_SET_CI, cq->ci);
-            return;
-        }
-        qtest_clock_step(f->d->qts, 100000);
-    }
-    g_error("no CQE on CQ %u at ci %u", cqn, cq->ci);
+    chpp_poll_cq(f->d, &f->cq[cqn], cqe);
 }
 
 static void assert_no_cqe(Fx *f, uint32_t cqn)

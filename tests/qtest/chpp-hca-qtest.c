@@ -458,3 +458,145 @@ uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn)
 {
     return chpp_cmd(d, CHPP_CMD_HW2SW_CQ, 0, cqn, 0);
 }
+
+ChppWqeBuf *chpp_wqe_new(uint8_t opcode, uint8_t flags, uint64_t wr_id,
+                         uint32_t imm)
+{
+    ChppWqeBuf *w = g_new0(ChppWqeBuf, 1);
+
+    w->buf[0] = opcode;
+    w->buf[1] = flags;
+    stl_le_p(w->buf + 4, imm);
+    stq_le_p(w->buf + 8, wr_id);
+    w->pos = sizeof(struct chpp_wqe_ctrl);
+    return w;
+}
+
+void chpp_wqe_raddr(ChppWqeBuf *w, uint64_t raddr, uint32_t rkey)
+{
+    stq_le_p(w->buf + w->pos, raddr);
+    stl_le_p(w->buf + w->pos + 8, rkey);
+    w->pos += sizeof(struct chpp_wqe_raddr);
+}
+
+void chpp_wqe_atomic(ChppWqeBuf *w, uint64_t swap_add, uint64_t compare)
+{
+    stq_le_p(w->buf + w->pos, swap_add);
+    stq_le_p(w->buf + w->pos + 8, compare);
+    w->pos += sizeof(struct chpp_wqe_atomic);
+}
+
+void chpp_wqe_ud(ChppWqeBuf *w, uint32_t node, uint32_t qpn, uint32_t qkey,
+                 uint8_t magic)
+{
+    stl_le_p(w->buf + w->pos, node);
+    stl_le_p(w->buf + w->pos + 4, qpn);
+    stl_le_p(w->buf + w->pos + 8, qkey);
+    w->buf[w->pos + 13] = magic;
+    w->pos += sizeof(struct chpp_wqe_ud);
+}
+
+void chpp_wqe_sge(ChppWqeBuf *w, uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    stl_le_p(w->buf + w->pos, len);
+    stl_le_p(w->buf + w->pos + 4, lkey);
+    stq_le_p(w->buf + w->pos + 8, addr);
+    w->pos += sizeof(struct chpp_wqe_sge);
+    w->buf[2]++;
+}
+
+void chpp_wqe_inline(ChppWqeBuf *w, const void *data, uint32_t len)
+{
+    stl_le_p(w->buf + w->pos, len);
+    memcpy(w->buf + w->pos + sizeof(struct chpp_wqe_inline), data, len);
+    w->pos += sizeof(struct chpp_wqe_inline) + ROUND_UP(len, 16);
+}
+
+void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring)
+{
+    uint32_t slot = q->sq_pi & ((1u << q->log_sq) - 1);
+
+    qtest_memwrite(d->qts, q->sq + ((uint64_t)slot << q->stride), w->buf,
+                   1u << q->stride);
+    q->sq_pi = (q->sq_pi + 1) & CHPP_UAR_DB_PI_MASK;
+    if (ring) {
+        chpp_sq_db(d, q->uar, q->qpn, q->sq_pi);
+    }
+    g_free(w);
+}
+
+void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,
+                         const ChppTSge *sge, uint32_t n)
+{
+    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT] = {};
+    uint32_t slot = q->rq_pi & ((1u << q->log_rq) - 1);
+    uint32_t i;
+
+    stq_le_p(buf, wr_id);
+    stl_le_p(buf + 8, n);
+    for (i = 0; i < n; i++) {
+        uint8_t *p = buf + sizeof(struct chpp_rwqe_hdr) +
+                     i * sizeof(struct chpp_wqe_sge);
+
+        stl_le_p(p, sge[i].len);
+        stl_le_p(p + 4, sge[i].key);
+        stq_le_p(p + 8, sge[i].addr);
+    }
+    qtest_memwrite(d->qts, q->rq + ((uint64_t)slot << q->stride), buf,
+                   1u << q->stride);
+    q->rq_pi = (q->rq_pi + 1) & CHPP_UAR_DB_PI_MASK;
+    chpp_rq_db(d, q->uar, q->qpn, q->rq_pi);
+}
+
+bool chpp_cqe_valid(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe)
+{
+    bool want = !((cq->ci / cq->nent) & 1);
+
+    chpp_read_cqe(d, cq->ring, cq->ci % cq->nent, cqe);
+    return !!(cqe->owner & CHPP_CQE_OWNER) == want;
+}
+
+void chpp_poll_cq(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe)
+{
+    int i;
+
+    for (i = 0; i < CHPP_WAIT_STEPS; i++) {
+        if (chpp_cqe_valid(d, cq, cqe)) {
+            cq->ci++;
+            chpp_cq_db(d, cq->uar, cq->cqn, CHPP_CQ_DB_SET_CI, cq->ci);
+            return;
+        }
+        qtest_clock_step(d->qts, CHPP_WAIT_STEP_NS);
+    }
+    g_error("no CQE on CQ %u at ci %u", cq->cqn, cq->ci);
+}
+
+static uint8_t chpp_pattern(size_t i, uint8_t seed)
+{
+    return seed + i * 7 + (i >> 8);
+}
+
+void chpp_fill(ChppDev *d, uint64_t addr, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *data = g_malloc(len);
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        data[i] = chpp_pattern(i, seed);
+    }
+    qtest_bufwrite(d->qts, addr, data, len);
+}
+
+void chpp_check(ChppDev *d, uint64_t addr, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *data = g_malloc(len);
+    size_t i;
+
+    qtest_bufread(d->qts, addr, data, len);
+    for (i = 0; i < len; i++) {
+        if (data[i] != chpp_pattern(i, seed)) {
+            g_error("byte %zu of %zu at 0x%" PRIx64 ": 0x%02x, want 0x%02x",
+                    i, len, addr, data[i], chpp_pattern(i, seed));
+        }
+    }
+}

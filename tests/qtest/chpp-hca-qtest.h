@@ -90,6 +90,59 @@ uint8_t chpp_modify_qp(ChppDev *d, uint16_t opcode, uint32_t qpn,
                        uint32_t mask, const struct chpp_qp_context *ctx);
 uint8_t chpp_query_qp(ChppDev *d, uint32_t qpn, struct chpp_qp_context *ctx);
 
+/* Data path: a CQ and a QP as the test sees them, and work requests. */
+typedef struct ChppTCq {
+    uint32_t cqn;
+    uint64_t ring;
+    uint32_t nent;
+    uint32_t ci;
+    uint16_t uar;
+} ChppTCq;
+
+typedef struct ChppTQp {
+    uint32_t qpn;
+    uint8_t type;
+    uint64_t sq;
+    uint64_t rq;
+    uint32_t sq_pi;
+    uint32_t rq_pi;
+    uint8_t log_sq;
+    uint8_t log_rq;
+    uint8_t stride;         /* log2 of both strides */
+    uint8_t magic;
+    uint16_t uar;
+} ChppTQp;
+
+typedef struct ChppTSge {
+    uint64_t addr;
+    uint32_t len;
+    uint32_t key;
+} ChppTSge;
+
+typedef struct ChppWqeBuf {
+    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
+    uint32_t pos;
+} ChppWqeBuf;
+
+ChppWqeBuf *chpp_wqe_new(uint8_t opcode, uint8_t flags, uint64_t wr_id,
+                         uint32_t imm);
+void chpp_wqe_raddr(ChppWqeBuf *w, uint64_t raddr, uint32_t rkey);
+void chpp_wqe_atomic(ChppWqeBuf *w, uint64_t swap_add, uint64_t compare);
+void chpp_wqe_ud(ChppWqeBuf *w, uint32_t node, uint32_t qpn, uint32_t qkey,
+                 uint8_t magic);
+void chpp_wqe_sge(ChppWqeBuf *w, uint64_t addr, uint32_t len, uint32_t lkey);
+void chpp_wqe_inline(ChppWqeBuf *w, const void *data, uint32_t len);
+/* Write @w (freed) at the SQ producer index; ring the doorbell if @ring. */
+void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring);
+void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,
+                         const ChppTSge *sge, uint32_t n);
+bool chpp_cqe_valid(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe);
+/* Wait (bounded) for the next CQE, consume it and update the CQ's CI. */
+void chpp_poll_cq(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe);
+/* A recognisable byte pattern, and its check (fails the test). */
+void chpp_fill(ChppDev *d, uint64_t addr, size_t len, uint8_t seed);
+void chpp_check(ChppDev *d, uint64_t addr, size_t len, uint8_t seed);
+
 /* MSI-X: route @vector to guest memory so each message can be seen. */
 void chpp_msix_route(ChppDev *d, uint16_t vector);
 void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);

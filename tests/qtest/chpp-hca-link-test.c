@@ -1,0 +1,722 @@
+/*
+ * chpp-hca link tests: two QEMUs joined by a unix socket chardev moving
+ * data both ways, fault injection and recovery, link loss and reconnect,
+ * handshake refusal, and a hostile peer (this program) that speaks the
+ * link protocol directly, as a third-party peer would.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/sockets.h"
+#include "qapi/qmp/qdict.h"
+#include "chpp-hca-qtest.h"
+
+#define UAR     1
+#define PD      2
+#define SCQ     0
+#define RCQ     1
+#define MR_ALL  (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
+                 CHPP_MPT_REMOTE_WRITE | CHPP_MPT_REMOTE_ATOMIC)
+#define ACCESS_ALL (CHPP_ACCESS_REMOTE_WRITE | CHPP_ACCESS_REMOTE_READ | \
+                    CHPP_ACCESS_REMOTE_ATOMIC)
+
+typedef struct Node {
+    ChppDev *d;
+    uint16_t id;
+    uint64_t eq;
+    uint32_t eq_ci;
+    ChppTCq cq[2];
+    ChppTQp qp;
+    uint32_t next_mr;
+} Node;
+
+static char *tmpdir;
+
+static char *sock_path(const char *name)
+{
+    return g_strdup_printf("%s/%s", tmpdir, name);
+}
+
+static void node_start(Node *n, uint16_t id, const char *chardev)
+{
+    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk", id);
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             chardev);
+    unsigned i;
+
+    memset(n, 0, sizeof(*n));
+    n->id = id;
+    n->d = chpp_start(props, extra);
+    chpp_init_hca(n->d);
+    n->eq = chpp_create_eq(n->d, 0, 256, 0, false);
+    g_assert_cmphex(chpp_map_eq(n->d, 0, CHPP_EVENT_MAPPABLE_MASK &
+                                ~(1ull << CHPP_EVENT_CMD), false), ==,
+                    CHPP_STAT_OK);
+    for (i = 0; i < 2; i++) {
+        n->cq[i] = (ChppTCq) {
+            .cqn = i, .nent = 256, .uar = UAR,
+            .ring = chpp_create_cq(n->d, i, 256, 0, UAR),
+        };
+    }
+    g_assert_cmphex(chpp_cmd(n->d, CHPP_CMD_INIT_PORT, 0, 1, 0), ==,
+                    CHPP_STAT_OK);
+}
+
+/* Server first, then a client that keeps reconnecting. */
+static void pair_start(Node *a, Node *b, const char *name)
+{
+    g_autofree char *path = sock_path(name);
+    g_autofree char *srv = g_strdup_printf("path=%s,server=on,wait=off",
+                                           path);
+    g_autofree char *cli = g_strdup_printf("path=%s,reconnect=1", path);
+
+    node_start(a, 1, srv);
+    node_start(b, 2, cli);
+}
+
+static bool link_up(Node *n)
+{
+    return chpp_rd(n->d, CHPP_REG_LINK) & CHPP_LINK_UP;
+}
+
+/* The link runs in real time: poll with a deadline. */
+static void wait_link(Node *a, Node *b, bool up)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (link_up(a) != up || (b && link_up(b) != up)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+}
+
+static void node_qp(Node *n, uint32_t qpn, uint8_t magic)
+{
+    ChppTQp *q = &n->qp;
+    uint32_t size = (1u << 6) << 9;
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_RC, .port = 1,
+        .pd = cpu_to_le32(PD),
+        .send_cqn = cpu_to_le32(SCQ), .recv_cqn = cpu_to_le32(RCQ),
+        .log_sq_size = 6, .log_sq_stride = 9,
+        .log_rq_size = 6, .log_rq_stride = 9,
+        .sq_log_page_size = 12, .rq_log_page_size = 12,
+        .uar = cpu_to_le16(UAR),
+        .access_flags = cpu_to_le32(ACCESS_ALL),
+        .magic = magic,
+    };
+
+    *q = (ChppTQp) {
+        .qpn = qpn, .type = CHPP_QPT_RC, .log_sq = 6, .log_rq = 6,
+        .stride = 9, .magic = magic, .uar = UAR,
+        .sq = guest_alloc(&n->d->qs->alloc, size),
+        .rq = guest_alloc(&n->d->qs->alloc, size),
+    };
+    c.sq_mtt_base = cpu_to_le32(chpp_map_pages(n->d, q->sq, size));
+    c.rq_mtt_base = cpu_to_le32(chpp_map_pages(n->d, q->rq, size));
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT |
+                                   CHPP_QP_ATTR_ACCESS_FLAGS, &c), ==,
+                    CHPP_STAT_OK);
+}
+
+static void node_connect(Node *n, const Node *peer, uint8_t timeout,
+                         uint8_t retry)
+{
+    struct chpp_qp_context c = {
+        .path_mtu = 5,
+        .dest_node = cpu_to_le32(peer->id),
+        .dest_qpn = cpu_to_le32(peer->qp.qpn),
+        .dest_magic = peer->qp.magic,
+        .rq_psn = cpu_to_le32(0x500),
+        .sq_psn = cpu_to_le32(0x500),
+        .max_dest_rd_atomic = 16, .max_rd_atomic = 16,
+        .min_rnr_timer = 1, .timeout = timeout, .retry_cnt = retry,
+        .rnr_retry = 7,
+    };
+
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_INIT2RTR_QP, n->qp.qpn,
+                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
+                                   CHPP_QP_ATTR_DEST_QPN |
+                                   CHPP_QP_ATTR_RQ_PSN |
+                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RTR2RTS_QP, n->qp.qpn,
+                                   CHPP_QP_ATTR_SQ_PSN |
+                                   CHPP_QP_ATTR_TIMEOUT |
+                                   CHPP_QP_ATTR_RETRY_CNT |
+                                   CHPP_QP_ATTR_RNR_RETRY |
+                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
+                    CHPP_STAT_OK);
+}
+
+/* Two nodes with QP @qpn connected to each other. */
+static void pair_connect(Node *a, Node *b, uint32_t qpn, uint8_t timeout,
+                         uint8_t retry)
+{
+    node_qp(a, qpn, 0x10 + qpn);
+    node_qp(b, qpn, 0x20 + qpn);
+    node_connect(a, b, timeout, retry);
+    node_connect(b, a, timeout, retry);
+}
+
+static void pair_stop(Node *a, Node *b)
+{
+    chpp_stop(a->d);
+    chpp_stop(b->d);
+}
+
+static uint32_t node_mr(Node *n, uint64_t addr, uint64_t len)
+{
+    return chpp_create_mr(n->d, n->next_mr++, PD, addr, len, MR_ALL);
+}
+
+static uint64_t node_buf(Node *n, size_t len, uint32_t *key)
+{
+    uint64_t addr = guest_alloc(&n->d->qs->alloc, len);
+
+    qtest_memset(n->d->qts, addr, 0, len);
+    *key = node_mr(n, addr, len);
+    return addr;
+}
+
+/*
+ * Wait for a CQE on @n while stepping both virtual clocks (timers of
+ * either side may be what moves things) and letting the socket run.
+ */
+static void poll2(Node *n, Node *other, uint32_t cqn, struct chpp_cqe *cqe)
+{
+    int64_t end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    while (!chpp_cqe_valid(n->d, &n->cq[cqn], cqe)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(n->d->qts, 200000);
+        if (other) {
+            qtest_clock_step(other->d->qts, 200000);
+        }
+        g_usleep(200);
+    }
+    n->cq[cqn].ci++;
+    chpp_cq_db(n->d, UAR, cqn, CHPP_CQ_DB_SET_CI, n->cq[cqn].ci);
+}
+
+static void expect2(Node *n, Node *other, uint32_t cqn, uint64_t wr_id,
+                    uint8_t opcode, uint8_t status, uint32_t len)
+{
+    struct chpp_cqe cqe;
+
+    poll2(n, other, cqn, &cqe);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
+    g_assert_cmpuint(cqe.status, ==, status);
+    g_assert_cmpuint(cqe.opcode, ==, opcode);
+    if (!status) {
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, len);
+    }
+}
+
+static void put(Node *from, Node *to, uint64_t src, uint32_t skey,
+                uint64_t dst, uint32_t dkey, uint32_t len, uint64_t wr_id)
+{
+    ChppWqeBuf *w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, wr_id, 0);
+
+    chpp_wqe_raddr(w, dst, dkey);
+    chpp_wqe_sge(w, src, len, skey);
+    chpp_post_send(from->d, &from->qp, w, true);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_link_up_and_port(void)
+{
+    Node a, b;
+    struct chpp_port_info pi;
+
+    pair_start(&a, &b, "up");
+    wait_link(&a, &b, true);
+    g_assert_cmphex(chpp_rd(a.d, CHPP_REG_LINK), ==,
+                    CHPP_LINK_UP | CHPP_LINK_ATTACHED |
+                    2 << CHPP_LINK_PEER_SHIFT);
+    g_assert_cmphex(chpp_rd(b.d, CHPP_REG_LINK) >> CHPP_LINK_PEER_SHIFT, ==,
+                    1);
+    g_assert(chpp_rd(a.d, CHPP_REG_CAPS) & CHPP_CAP_LINK);
+    g_assert_cmphex(chpp_cmd(a.d, CHPP_CMD_QUERY_PORT, 0, 1, a.d->mbox_out),
+                    ==, CHPP_STAT_OK);
+    qtest_memread(a.d->qts, a.d->mbox_out, &pi, sizeof(pi));
+    g_assert_cmpuint(pi.state, ==, CHPP_PORT_ACTIVE);
+    g_assert_cmpuint(pi.phys_state, ==, CHPP_PORT_PHYS_LINK_UP);
+    g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_LINK_UPS), ==, 1);
+    pair_stop(&a, &b);
+}
+
+static void test_ops_both_directions(void)
+{
+    Node a, b;
+    Node *n[2] = { &a, &b };
+    uint32_t len = 1 << 20;
+    int i;
+
+    pair_start(&a, &b, "ops");
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 14, 3);
+    for (i = 0; i < 2; i++) {
+        Node *x = n[i], *y = n[!i];
+        uint32_t xk, yk;
+        uint64_t xb = node_buf(x, 2 * len, &xk);
+        uint64_t yb = node_buf(y, 2 * len, &yk);
+        ChppTSge rs = { yb + len, 4096, yk };
+        ChppWqeBuf *w;
+        struct chpp_cqe cqe;
+
+        /* PUT 1 MiB, GET it back, SEND with immediate, fetch-add. */
+        chpp_fill(x->d, xb, len, 10 + i);
+        put(x, y, xb, xk, yb, yk, len, 1);
+        expect2(x, y, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, len);
+        chpp_check(y->d, yb, len, 10 + i);
+
+        w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
+        chpp_wqe_raddr(w, yb, yk);
+        chpp_wqe_sge(w, xb + len, len, xk);
+        chpp_post_send(x->d, &x->qp, w, true);
+        expect2(x, y, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, len);
+        chpp_check(x->d, xb + len, len, 10 + i);
+
+        chpp_post_recv_sges(y->d, &y->qp, 3, &rs, 1);
+        w = chpp_wqe_new(CHPP_WQE_SEND_IMM, CHPP_WQE_SIGNALED, 4, 0xabc);
+        chpp_wqe_sge(w, xb, 3000, xk);
+        chpp_post_send(x->d, &x->qp, w, true);
+        expect2(x, y, SCQ, 4, CHPP_CQE_OP_SEND, 0, 3000);
+        poll2(y, x, RCQ, &cqe);
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 3000);
+        g_assert_cmphex(le32_to_cpu(cqe.imm), ==, 0xabc);
+        g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, x->id);
+        chpp_check(y->d, yb + len, 3000, 10 + i);
+
+        qtest_writeq(y->d->qts, yb, 40);
+        w = chpp_wqe_new(CHPP_WQE_ATOMIC_FA, CHPP_WQE_SIGNALED, 5, 0);
+        chpp_wqe_raddr(w, yb, yk);
+        chpp_wqe_atomic(w, 2, 0);
+        chpp_wqe_sge(w, xb, 8, xk);
+        chpp_post_send(x->d, &x->qp, w, true);
+        expect2(x, y, SCQ, 5, CHPP_CQE_OP_FETCH_ADD, 0, 8);
+        g_assert_cmpuint(qtest_readq(y->d->qts, yb), ==, 42);
+        g_assert_cmpuint(qtest_readq(x->d->qts, xb), ==, 40);
+    }
+    g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+    g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_LINK_CREDIT_ERRORS), ==, 0);
+    pair_stop(&a, &b);
+}
+
+/* GETs at full depth from both sides at once: no deadlock. */
+static void test_simultaneous_gets(void)
+{
+    Node a, b;
+    uint32_t len = 256 * 1024, part = len / 16;
+    uint32_t ak, bk;
+    uint64_t ab, bb;
+    int i;
+
+    pair_start(&a, &b, "gets");
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 14, 3);
+    ab = node_buf(&a, 2 * len, &ak);
+    bb = node_buf(&b, 2 * len, &bk);
+    chpp_fill(a.d, ab, len, 1);
+    chpp_fill(b.d, bb, len, 2);
+    for (i = 0; i < 16; i++) {
+        ChppWqeBuf *w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, i, 0);
+
+        chpp_wqe_raddr(w, bb + i * part, bk);
+        chpp_wqe_sge(w, ab + len + i * part, part, ak);
+        chpp_post_send(a.d, &a.qp, w, false);
+        w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, i, 0);
+        chpp_wqe_raddr(w, ab + i * part, ak);
+        chpp_wqe_sge(w, bb + len + i * part, part, bk);
+        chpp_post_send(b.d, &b.qp, w, false);
+    }
+    chpp_sq_db(a.d, UAR, 0, a.qp.sq_pi);
+    chpp_sq_db(b.d, UAR, 0, b.qp.sq_pi);
+    for (i = 0; i < 16; i++) {
+        expect2(&a, &b, SCQ, i, CHPP_CQE_OP_RDMA_READ, 0, part);
+        expect2(&b, &a, SCQ, i, CHPP_CQE_OP_RDMA_READ, 0, part);
+    }
+    chpp_check(a.d, ab + len, len, 2);
+    chpp_check(b.d, bb + len, len, 1);
+    pair_stop(&a, &b);
+}
+
+static void set_fault(Node *n, const char *prop, uint64_t value)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral-anon/"
+                                            "device[0]");
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-set', 'arguments': "
+                           "{'path': %s, 'property': %s, 'value': %u}}",
+                           path, prop, (unsigned)value);
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/* Each injected fault, and the recovery it must produce. */
+static void test_faults_recover(void)
+{
+    static const char *const faults[] = {
+        "fault-drop-next", "fault-corrupt-next", "fault-duplicate-next",
+    };
+    static const int counters[] = {
+        CHPP_CNT_FAULT_DROPS, CHPP_CNT_FAULT_CORRUPTS, CHPP_CNT_FAULT_DUPS,
+    };
+    Node a, b;
+    uint32_t ak, bk;
+    uint64_t ab, bb;
+    unsigned i;
+
+    pair_start(&a, &b, "faults");
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 12, 7);
+    ab = node_buf(&a, 65536, &ak);
+    bb = node_buf(&b, 65536, &bk);
+    for (i = 0; i < ARRAY_SIZE(faults); i++) {
+        uint32_t rtx = chpp_counter(a.d, CHPP_CNT_RETRANSMITS);
+
+        chpp_fill(a.d, ab, 20000, i);
+        set_fault(&a, faults[i], 1);
+        put(&a, &b, ab, ak, bb, bk, 20000, 0x70 + i);
+        expect2(&a, &b, SCQ, 0x70 + i, CHPP_CQE_OP_RDMA_WRITE, 0, 20000);
+        chpp_check(b.d, bb, 20000, i);
+        g_assert_cmpuint(chpp_counter(a.d, counters[i]), ==, 1);
+        if (i < 2) {
+            /* A lost or damaged packet is sent again. */
+            g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_RETRANSMITS), >, rtx);
+        }
+    }
+    /* Delay: every frame arrives late, nothing is lost. */
+    set_fault(&a, "fault-delay-ns", 2000000);
+    chpp_fill(a.d, ab, 9000, 9);
+    put(&a, &b, ab, ak, bb, bk, 9000, 0x80);
+    expect2(&a, &b, SCQ, 0x80, CHPP_CQE_OP_RDMA_WRITE, 0, 9000);
+    chpp_check(b.d, bb, 9000, 9);
+    g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_FAULT_DELAYS), >=, 3);
+    set_fault(&a, "fault-delay-ns", 0);
+    /* Every frame dropped: the retries run out. */
+    set_fault(&a, "fault-drop-every", 1);
+    put(&a, &b, ab, ak, bb, bk, 100, 0x90);
+    expect2(&a, &b, SCQ, 0x90, CHPP_CQE_OP_RDMA_WRITE,
+            CHPP_WC_RETRY_EXC_ERR, 0);
+    pair_stop(&a, &b);
+}
+
+/* Cut the link: outstanding work fails after the timeout; reconnect. */
+static void test_cut_and_reconnect(void)
+{
+    Node a, b;
+    uint32_t ak, bk;
+    uint64_t ab, bb;
+    struct chpp_port_info pi;
+
+    pair_start(&a, &b, "cut");
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 12, 2);
+    ab = node_buf(&a, 8192, &ak);
+    bb = node_buf(&b, 8192, &bk);
+    set_fault(&a, "fault-cut", 1);
+    wait_link(&a, &b, false);
+    g_assert_cmphex(chpp_cmd(a.d, CHPP_CMD_QUERY_PORT, 0, 1, a.d->mbox_out),
+                    ==, CHPP_STAT_OK);
+    qtest_memread(a.d->qts, a.d->mbox_out, &pi, sizeof(pi));
+    g_assert_cmpuint(pi.state, ==, CHPP_PORT_DOWN);
+
+    put(&a, &b, ab, ak, bb, bk, 64, 1);
+    expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_RETRY_EXC_ERR,
+            0);
+    g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_LINK_DOWN_DROPS), >=, 1);
+
+    /* The client reconnects by itself; new QPs carry traffic again. */
+    wait_link(&a, &b, true);
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_LINK_UPS), ==, 2);
+    pair_connect(&a, &b, 1, 12, 2);
+    chpp_fill(a.d, ab, 64, 5);
+    put(&a, &b, ab, ak, bb, bk, 64, 2);
+    expect2(&a, &b, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    chpp_check(b.d, bb, 64, 5);
+    pair_stop(&a, &b);
+}
+
+static void test_same_node_refused(void)
+{
+    g_autofree char *path = sock_path("same");
+    g_autofree char *srv = g_strdup_printf("path=%s,server=on,wait=off",
+                                           path);
+    g_autofree char *cli = g_strdup_printf("path=%s", path);
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    Node a, b;
+
+    node_start(&a, 5, srv);
+    node_start(&b, 5, cli);
+    while (chpp_counter(a.d, CHPP_CNT_LINK_REFUSED) == 0 ||
+           chpp_counter(b.d, CHPP_CNT_LINK_REFUSED) == 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+    g_assert_false(link_up(&a));
+    g_assert_false(link_up(&b));
+    pair_stop(&a, &b);
+}
+
+/* ---- hostile peer --------------------------------------------------------- */
+
+typedef struct Peer {
+    int listen_fd;
+    int fd;
+    char *path;
+} Peer;
+
+static void peer_listen(Peer *p, const char *name)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+    p->path = sock_path(name);
+    p->listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_assert(p->listen_fd >= 0);
+    pstrcpy(un.sun_path, sizeof(un.sun_path), p->path);
+    g_assert(bind(p->listen_fd, (void *)&un, sizeof(un)) == 0);
+    g_assert(listen(p->listen_fd, 1) == 0);
+}
+
+static void peer_accept(Peer *p)
+{
+    p->fd = accept(p->listen_fd, NULL, NULL);
+    g_assert(p->fd >= 0);
+}
+
+static void peer_write(Peer *p, const void *buf, size_t len)
+{
+    g_assert_cmpint(qemu_write_full(p->fd, buf, len), ==, len);
+}
+
+static void peer_rec(Peer *p, uint32_t magic, uint8_t type, uint8_t vc,
+                     const void *data, uint32_t len)
+{
+    struct chpp_link_rec rec = {
+        .magic = cpu_to_le32(magic), .type = type, .vc = vc,
+        .len = cpu_to_le32(len),
+    };
+
+    peer_write(p, &rec, sizeof(rec));
+    if (len) {
+        peer_write(p, data, len);
+    }
+}
+
+/* Read one record from QEMU (bounded wait). */
+static uint8_t peer_read_rec(Peer *p, void *buf, uint32_t max)
+{
+    struct chpp_link_rec rec;
+    uint32_t len;
+
+    g_assert_cmpint(read(p->fd, &rec, sizeof(rec)), ==, sizeof(rec));
+    g_assert_cmphex(le32_to_cpu(rec.magic), ==, CHPP_LINK_MAGIC);
+    len = le32_to_cpu(rec.len);
+    g_assert_cmpuint(len, <=, max);
+    g_assert_cmpint(read(p->fd, buf, len), ==, len);
+    return rec.type;
+}
+
+static void peer_hello(Peer *p, uint16_t major, uint16_t node)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(major),
+        .node_id = cpu_to_le16(node),
+        .credits = { cpu_to_le32(64), cpu_to_le32(64) },
+    };
+
+    peer_rec(p, CHPP_LINK_MAGIC, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+}
+
+static void peer_close(Peer *p)
+{
+    close(p->fd);
+    close(p->listen_fd);
+    unlink(p->path);
+    g_free(p->path);
+}
+
+/* A valid frame towards QP 0 of node 1, as bytes to be spoiled. */
+static GByteArray *good_frame(uint32_t payload)
+{
+    GByteArray *f = g_byte_array_new();
+    uint8_t hdr[CHPP_WIRE_HDR_SIZE] = {};
+    struct chpp_wire_ext e = {
+        .version = CHPP_WIRE_EXT_VERSION, .op = CHPP_OP_WRITE,
+        .flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST, .dst_node = 1,
+        .src_node = 9, .payload_len = cpu_to_le32(payload),
+        .msg_len = cpu_to_le32(payload),
+    };
+    uint8_t data[64] = {};
+
+    hdr[0] = (payload ? 3 : 1) << 5;
+    hdr[2] = CHPP_PKT_PUT << 2;
+    hdr[3] = DIV_ROUND_UP(payload, 4);
+    hdr[7] = payload ? 0xff : 0;
+    stl_be_p(hdr + 8, (9u & 0xf) << 28 | (1u & 0xf) << 18);
+    g_byte_array_append(f, hdr, sizeof(hdr));
+    g_byte_array_append(f, (void *)&e, sizeof(e));
+    g_byte_array_append(f, data, payload);
+    return f;
+}
+
+static uint32_t wait_counter(Node *n, int c, uint32_t at_least)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t v;
+
+    while ((v = chpp_counter(n->d, c)) < at_least) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    return v;
+}
+
+static void test_hostile_peer(void)
+{
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+    Peer p;
+    Node n;
+    g_autofree char *cli = NULL;
+    GByteArray *f;
+    int i;
+
+    peer_listen(&p, "hostile");
+    cli = g_strdup_printf("path=%s,reconnect=1", p.path);
+    node_start(&n, 1, cli);
+    node_qp(&n, 0, 0x33);
+    peer_accept(&p);
+    g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_HELLO);
+    peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 9);
+    wait_link(&n, NULL, true);
+
+    /* Payload length that disagrees with the record. */
+    f = good_frame(16);
+    stl_le_p(f->data + CHPP_WIRE_HDR_SIZE + 48, 4000);
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    g_byte_array_unref(f);
+    /* Unknown opcode; unknown extension version; header mismatch. */
+    f = good_frame(16);
+    f->data[CHPP_WIRE_HDR_SIZE + 1] = 0x77;
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    f->data[CHPP_WIRE_HDR_SIZE + 1] = CHPP_OP_WRITE;
+    f->data[CHPP_WIRE_HDR_SIZE] = 9;
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    f->data[CHPP_WIRE_HDR_SIZE] = CHPP_WIRE_EXT_VERSION;
+    f->data[6] ^= 1;
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    /* Shorter than its headers. */
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, 40);
+    g_byte_array_unref(f);
+    wait_counter(&n, CHPP_CNT_PKTS_MALFORMED, 5);
+
+    /* Well formed but for a QP out of range, and with the wrong magic. */
+    f = good_frame(8);
+    stl_le_p(f->data + CHPP_WIRE_HDR_SIZE + 12, 100000);
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    g_byte_array_unref(f);
+    f = good_frame(8);
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    wait_counter(&n, CHPP_CNT_PKTS_DROPPED, 7);
+    g_assert_cmpuint(chpp_counter(n.d, CHPP_CNT_PKTS_MALFORMED), ==, 5);
+
+    /* A flood beyond the credits granted. */
+    for (i = 0; i < CHPP_LINK_CREDITS + 50; i++) {
+        peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, f->len);
+    }
+    g_byte_array_unref(f);
+    qtest_clock_step(n.d->qts, 1000);
+    g_assert_cmphex(chpp_rd(n.d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    g_assert_cmpuint(chpp_counter(n.d, CHPP_CNT_LINK_RX_FRAMES), <=,
+                     7 + CHPP_LINK_CREDITS + 50);
+
+    /* A record that breaks the protocol cuts the connection. */
+    peer_rec(&p, 0xdeadbeef, CHPP_LINK_FRAME, 0, NULL, 0);
+    wait_link(&n, NULL, false);
+    g_assert_cmpuint(chpp_counter(n.d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
+    close(p.fd);
+
+    /* Reconnect; a frame truncated mid-record, then the peer leaves. */
+    peer_accept(&p);
+    g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_HELLO);
+    peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 9);
+    wait_link(&n, NULL, true);
+    f = good_frame(64);
+    peer_rec(&p, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0, f->data, 0);
+    {
+        struct chpp_link_rec rec = {
+            .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = CHPP_LINK_FRAME,
+            .len = cpu_to_le32(f->len),
+        };
+        peer_write(&p, &rec, sizeof(rec));
+        peer_write(&p, f->data, f->len / 2);
+    }
+    g_byte_array_unref(f);
+    close(p.fd);
+    wait_link(&n, NULL, false);
+
+    /* An unknown version and the same node id are refused. */
+    peer_accept(&p);
+    peer_read_rec(&p, buf, sizeof(buf));
+    peer_hello(&p, CHPP_LINK_VERSION_MAJOR + 1, 9);
+    g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_REFUSE);
+    g_assert_cmpuint(ldl_le_p(buf), ==, CHPP_LINK_REFUSE_VERSION);
+    close(p.fd);
+    peer_accept(&p);
+    peer_read_rec(&p, buf, sizeof(buf));
+    peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 1);
+    g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_REFUSE);
+    g_assert_cmpuint(ldl_le_p(buf), ==, CHPP_LINK_REFUSE_SAME_NODE);
+    g_assert_false(link_up(&n));
+    g_assert_cmpuint(chpp_counter(n.d, CHPP_CNT_LINK_REFUSED), ==, 2);
+    g_assert_cmphex(chpp_rd(n.d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    peer_close(&p);
+    chpp_stop(n.d);
+}
+
+/* Without a chardev another node is unreachable. */
+static void test_no_link(void)
+{
+    ChppDev *d = chpp_start("node-id=1", NULL);
+
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_LINK), ==, 0);
+    g_assert_false(chpp_rd(d, CHPP_REG_CAPS) & CHPP_CAP_LINK);
+    chpp_stop(d);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    tmpdir = g_dir_make_tmp("chpp-link-XXXXXX", NULL);
+    g_assert(tmpdir);
+
+    qtest_add_func("/chpp-hca/link/up-and-port", test_link_up_and_port);
+    qtest_add_func("/chpp-hca/link/ops-both-directions",
+                   test_ops_both_directions);
+    qtest_add_func("/chpp-hca/link/simultaneous-gets",
+                   test_simultaneous_gets);
+    qtest_add_func("/chpp-hca/link/faults-recover", test_faults_recover);
+    qtest_add_func("/chpp-hca/link/cut-and-reconnect",
+                   test_cut_and_reconnect);
+    qtest_add_func("/chpp-hca/link/same-node-refused",
+                   test_same_node_refused);
+    qtest_add_func("/chpp-hca/link/hostile-peer", test_hostile_peer);
+    qtest_add_func("/chpp-hca/link/no-link", test_no_link);
+    ret = g_test_run();
+    rmdir(tmpdir);
+    g_free(tmpdir);
+    return ret;
+}
