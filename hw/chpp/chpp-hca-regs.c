@@ -62,7 +62,11 @@ static uint64_t chpp_regs_read(void *opaque, hwaddr addr, unsigned size)
             val = CHPP_ABI_VERSION;
             break;
         case CHPP_REG_CAPS:
-            val = CHPP_CAP_CMD_EVENTS;
+            val = CHPP_CAP_CMD_EVENTS |
+                  (chpp_link_attached(s) ? CHPP_CAP_LINK : 0);
+            break;
+        case CHPP_REG_LINK:
+            val = chpp_link_status(s);
             break;
         case CHPP_REG_FUNC:
             val = 0;
