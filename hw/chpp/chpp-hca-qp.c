@@ -29,9 +29,10 @@
 
 QEMU_BUILD_BUG_ON(1u << CHPP_QP_MAX_LOG_WQES != CHPP_MAX_QP_WQES);
 
+/* LOCAL_WRITE is accepted (Linux passes it) but grants nothing to a QP. */
 #define CHPP_ACCESS_ALL \
-    (CHPP_ACCESS_REMOTE_WRITE | CHPP_ACCESS_REMOTE_READ | \
-     CHPP_ACCESS_REMOTE_ATOMIC)
+    (CHPP_ACCESS_LOCAL_WRITE | CHPP_ACCESS_REMOTE_WRITE | \
+     CHPP_ACCESS_REMOTE_READ | CHPP_ACCESS_REMOTE_ATOMIC)
 
 /* Attributes the device never supports, whatever the transition. */
 #define CHPP_QP_ATTR_UNSUPPORTED (CHPP_QP_ATTR_ALT_PATH | CHPP_QP_ATTR_CAP)

@@ -718,8 +718,8 @@ static void bad_pkey(struct chpp_qp_context *c, unsigned v)
 
 static void bad_access(struct chpp_qp_context *c, unsigned v)
 {
-    /* bit 0 is IB_ACCESS_LOCAL_WRITE: not a QP right */
-    c->access_flags = cpu_to_le32(v ? 1u << 4 : 1u << 0);
+    /* bits above REMOTE_ATOMIC are not QP rights */
+    c->access_flags = cpu_to_le32(v ? 1u << 4 : 1u << 31);
 }
 
 static void bad_mtu(struct chpp_qp_context *c, unsigned v)

@@ -693,6 +693,7 @@ enum chpp_qp_type {
 #define CHPP_QP_ATTR_DEST_QPN       (1u << 20)
 
 /* Access flags (QP and WQE rights), values of enum ib_access_flags. */
+#define CHPP_ACCESS_LOCAL_WRITE     (1u << 0)   /* accepted, no effect */
 #define CHPP_ACCESS_REMOTE_WRITE    (1u << 1)
 #define CHPP_ACCESS_REMOTE_READ     (1u << 2)
 #define CHPP_ACCESS_REMOTE_ATOMIC   (1u << 3)
