@@ -21,16 +21,7 @@
      (1ull << CHPP_EVENT_DOORBELL_ERROR))
 
 /* A command that fails is also a logged guest error. */
-static void assert_cmd_fails(ChppDev *d, uint8_t status, uint16_t opcode,
-                             uint64_t in, uint32_t mod, uint64_t out)
-{
-    uint32_t errs = chpp_counter(d, CHPP_CNT_GUEST_ERRORS);
-    uint32_t cmd_errs = chpp_counter(d, CHPP_CNT_CMD_ERRORS);
-
-    g_assert_cmphex(chpp_cmd(d, opcode, in, mod, out), ==, status);
-    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_GUEST_ERRORS), ==, errs + 1);
-    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CMD_ERRORS), ==, cmd_errs + 1);
-}
+#define assert_cmd_fails chpp_assert_cmd_fails
 
 /* ---- PCI identity ------------------------------------------------------ */
 
