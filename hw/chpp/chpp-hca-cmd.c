@@ -56,6 +56,7 @@ static const ChppCmdInfo chpp_cmds[] = {
     [CHPP_CMD_QUERY_QP]      = { "QUERY_QP", true },
     [CHPP_CMD_INIT2INIT_QP]  = { "INIT2INIT_QP", true },
     [CHPP_CMD_SQD2SQD_QP]    = { "SQD2SQD_QP", true },
+    [CHPP_CMD_QUERY_STATS]   = { "QUERY_STATS", false },
 };
 
 static const ChppCmdInfo *chpp_cmd_info(uint16_t opcode)
@@ -252,6 +253,8 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return chpp_cmd_map_eq(s, in_mod, in_param);
     case CHPP_CMD_NOP:
         return CHPP_STAT_OK;
+    case CHPP_CMD_QUERY_STATS:
+        return chpp_cmd_query_stats(s, in_mod, *out_param);
     case CHPP_CMD_SW2HW_MPT:
         return chpp_cmd_sw2hw_mpt(s, in_mod, in_param);
     case CHPP_CMD_HW2SW_MPT:

@@ -372,6 +372,7 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
 static void chpp_hca_instance_init(Object *obj)
 {
     chpp_link_add_properties(obj);
+    chpp_debug_add_properties(obj);
 }
 
 static const TypeInfo chpp_hca_info = {

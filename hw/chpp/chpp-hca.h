@@ -344,6 +344,12 @@ bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
 bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
                         size_t len, uint8_t *status);
 
+/* chpp-hca-debug.c: counters by name, QUERY_STATS, the QOM state view. */
+extern const char *const chpp_counter_names[CHPP_CNT_NUM];
+uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
+                             uint64_t mailbox);
+void chpp_debug_add_properties(Object *obj);
+
 /* chpp-hca-link.c: the chardev link to a peer adapter. */
 void chpp_link_realize(ChppHcaState *s, Error **errp);
 void chpp_link_unrealize(ChppHcaState *s);

@@ -210,6 +210,7 @@ enum chpp_opcode {
     CHPP_CMD_SQD2SQD_QP     = 0x038,
     CHPP_CMD_NOP            = 0x031,
     CHPP_CMD_QUERY_PORT     = 0x043,
+    CHPP_CMD_QUERY_STATS    = 0x060,
 };
 
 /* Status codes in HCR bits 31:24 and in command-completion EQEs. */
@@ -279,6 +280,20 @@ struct chpp_dev_cap {
 CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 
 /* INIT_HCA: in_modifier = CHPP_ABI_VERSION_MAJOR the driver speaks. */
+
+/*
+ * QUERY_STATS: out_param = mailbox, in_modifier = CHPP_STATS_CLEAR to zero
+ * the counters after reading them.  Counter i = enum chpp_counter i, the
+ * same values as the registers at CHPP_REG_CNT(i).
+ */
+#define CHPP_STATS_CLEAR            (1u << 0)
+#define CHPP_STATS_MAX              ((CHPP_MAILBOX_SIZE - 16) / 4)
+struct chpp_stats {
+    uint32_t num_counters;      /* CHPP_CNT_NUM of this device */
+    uint32_t reserved[3];
+    uint32_t counters[CHPP_STATS_MAX];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_stats, CHPP_MAILBOX_SIZE);
 
 /* Ports. */
 #define CHPP_NUM_PORTS              1

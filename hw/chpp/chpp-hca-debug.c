@@ -1,0 +1,323 @@
+/*
+ * chpp-hca: what the device thinks, for people: counter names, the
+ * QUERY_STATS command for the guest, and the read-only QOM property
+ * "state" (qom-get from QMP or HMP) with every table of the device.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+const char *const chpp_counter_names[CHPP_CNT_NUM] = {
+    [CHPP_CNT_CMDS] = "cmds",
+    [CHPP_CNT_CMD_ERRORS] = "cmd-errors",
+    [CHPP_CNT_CMD_REJECTED] = "cmd-rejected",
+    [CHPP_CNT_GUEST_ERRORS] = "guest-errors",
+    [CHPP_CNT_EVENTS] = "events",
+    [CHPP_CNT_EVENTS_DROPPED] = "events-dropped",
+    [CHPP_CNT_IRQS] = "irqs",
+    [CHPP_CNT_IRQS_MASKED] = "irqs-masked",
+    [CHPP_CNT_DB_ERRORS] = "db-errors",
+    [CHPP_CNT_DMA_ERRORS] = "dma-errors",
+    [CHPP_CNT_DB_FIFO_OVERFLOW] = "db-fifo-overflow",
+    [CHPP_CNT_CQES] = "cqes",
+    [CHPP_CNT_CQES_DROPPED] = "cqes-dropped",
+    [CHPP_CNT_WQES] = "wqes",
+    [CHPP_CNT_PKTS_TX] = "pkts-tx",
+    [CHPP_CNT_PKTS_RX] = "pkts-rx",
+    [CHPP_CNT_PKTS_DROPPED] = "pkts-dropped",
+    [CHPP_CNT_MAGIC_DROPS] = "magic-drops",
+    [CHPP_CNT_RETRANSMITS] = "retransmits",
+    [CHPP_CNT_RNR_NAKS] = "rnr-naks",
+    [CHPP_CNT_PKTS_MALFORMED] = "pkts-malformed",
+    [CHPP_CNT_LINK_TX_FRAMES] = "link-tx-frames",
+    [CHPP_CNT_LINK_RX_FRAMES] = "link-rx-frames",
+    [CHPP_CNT_LINK_DOWN_DROPS] = "link-down-drops",
+    [CHPP_CNT_LINK_BAD_RECORDS] = "link-bad-records",
+    [CHPP_CNT_LINK_CREDIT_ERRORS] = "link-credit-errors",
+    [CHPP_CNT_LINK_REFUSED] = "link-refused",
+    [CHPP_CNT_LINK_UPS] = "link-ups",
+    [CHPP_CNT_LINK_DOWNS] = "link-downs",
+    [CHPP_CNT_FAULT_DROPS] = "fault-drops",
+    [CHPP_CNT_FAULT_CORRUPTS] = "fault-corrupts",
+    [CHPP_CNT_FAULT_DUPS] = "fault-dups",
+    [CHPP_CNT_FAULT_DELAYS] = "fault-delays",
+};
+
+QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);
+
+uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
+                             uint64_t mailbox)
+{
+    g_autofree struct chpp_stats *st = g_new0(struct chpp_stats, 1);
+    size_t len = offsetof(struct chpp_stats, counters) +
+                 CHPP_CNT_NUM * sizeof(uint32_t);
+    uint8_t status = CHPP_STAT_OK;
+    unsigned i;
+
+    if (flags & ~CHPP_STATS_CLEAR) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "flags 0x%x", flags);
+    }
+    st->num_counters = cpu_to_le32(CHPP_CNT_NUM);
+    for (i = 0; i < CHPP_CNT_NUM; i++) {
+        st->counters[i] = cpu_to_le32(s->counters[i]);
+    }
+    if (chpp_mailbox_write(s, mailbox, st, len, &status) &&
+        (flags & CHPP_STATS_CLEAR)) {
+        memset(s->counters, 0, sizeof(s->counters));
+    }
+    return status;
+}
+
+/* ---- the "state" property ---------------------------------------------- */
+
+static const char *const qp_state_names[] = {
+    "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+static const char *const qp_type_names[] = { "RC", "UC", "UD" };
+static const char *const port_state_names[] = {
+    [CHPP_PORT_DOWN] = "DOWN", [CHPP_PORT_INIT] = "INIT",
+    [CHPP_PORT_ARMED] = "ARMED", [CHPP_PORT_ACTIVE] = "ACTIVE",
+};
+static const char *const timer_names[] = { "none", "retransmit", "rnr" };
+
+static const char *name_of(const char *const *names, size_t n, unsigned v)
+{
+    return v < n && names[v] ? names[v] : "?";
+}
+#define NAME(table, v) name_of(table, ARRAY_SIZE(table), v)
+
+typedef struct StateVisit {
+    Visitor *v;
+    Error **errp;
+    bool ok;
+} StateVisit;
+
+static void sv_u64(StateVisit *sv, const char *name, uint64_t val)
+{
+    sv->ok = sv->ok && visit_type_uint64(sv->v, name, &val, sv->errp);
+}
+
+static void sv_bool(StateVisit *sv, const char *name, bool val)
+{
+    sv->ok = sv->ok && visit_type_bool(sv->v, name, &val, sv->errp);
+}
+
+static void sv_str(StateVisit *sv, const char *name, const char *val)
+{
+    char *s = (char *)val;
+
+    sv->ok = sv->ok && visit_type_str(sv->v, name, &s, sv->errp);
+}
+
+static void sv_begin(StateVisit *sv, const char *name)
+{
+    sv->ok = sv->ok && visit_start_struct(sv->v, name, NULL, 0, sv->errp);
+}
+
+static void sv_end(StateVisit *sv)
+{
+    if (sv->ok) {
+        sv->ok = visit_check_struct(sv->v, sv->errp);
+        visit_end_struct(sv->v, NULL);
+    }
+}
+
+static void sv_list(StateVisit *sv, const char *name)
+{
+    sv->ok = sv->ok && visit_start_list(sv->v, name, NULL, 0, sv->errp);
+}
+
+static void sv_end_list(StateVisit *sv)
+{
+    if (sv->ok) {
+        sv->ok = visit_check_list(sv->v, sv->errp);
+        visit_end_list(sv->v, NULL);
+    }
+}
+
+static void chpp_state_eqs(ChppHcaState *s, StateVisit *sv)
+{
+    unsigned i;
+
+    sv_list(sv, "eqs");
+    for (i = 0; i < s->params.num_eqs; i++) {
+        ChppEq *eq = &s->eqs[i];
+
+        if (!eq->hw) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "eqn", i);
+        sv_u64(sv, "base", eq->base);
+        sv_u64(sv, "entries", eq->nent);
+        sv_u64(sv, "pi", eq->pi);
+        sv_u64(sv, "ci", eq->ci);
+        sv_u64(sv, "vector", eq->vector);
+        sv_bool(sv, "armed", eq->armed);
+        sv_bool(sv, "overrun", eq->overrun);
+        sv_bool(sv, "error", eq->error);
+        sv_u64(sv, "dropped", eq->dropped);
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
+static void chpp_state_cqs(ChppHcaState *s, StateVisit *sv)
+{
+    unsigned i;
+
+    sv_list(sv, "cqs");
+    for (i = 0; i < s->params.num_cqs; i++) {
+        ChppCq *cq = &s->cqs[i];
+
+        if (!cq->hw) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "cqn", i);
+        sv_u64(sv, "entries", cq->nent);
+        sv_u64(sv, "pi", cq->pi);
+        sv_u64(sv, "ci", cq->ci);
+        sv_u64(sv, "eqn", cq->eqn);
+        sv_u64(sv, "uar", cq->uar);
+        sv_str(sv, "arm", cq->arm == CHPP_CQ_DB_ARM_NEXT ? "next" :
+                          cq->arm == CHPP_CQ_DB_ARM_SOL ? "solicited" : "no");
+        sv_bool(sv, "error", cq->error);
+        sv_u64(sv, "dropped", cq->dropped);
+        sv_u64(sv, "qps", cq->refs);
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
+static void chpp_state_mrs(ChppHcaState *s, StateVisit *sv)
+{
+    unsigned i;
+
+    sv_list(sv, "mrs");
+    for (i = 0; i < s->params.num_mpts; i++) {
+        ChppMpt *mr = &s->mpts[i];
+
+        if (!mr->hw) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "index", i);
+        sv_u64(sv, "key", mr->key);
+        sv_u64(sv, "pd", mr->pd);
+        sv_u64(sv, "flags", mr->flags);
+        sv_u64(sv, "start", mr->start);
+        sv_u64(sv, "length", mr->length);
+        sv_u64(sv, "page-shift", mr->log_page_size);
+        sv_u64(sv, "mtt-base", mr->mtt_base);
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
+static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
+{
+    unsigned i;
+
+    sv_list(sv, "qps");
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQp *qp = &s->qps[i];
+
+        if (qp->state == CHPP_QPS_RESET) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "qpn", i);
+        sv_str(sv, "type", NAME(qp_type_names, qp->type));
+        sv_str(sv, "state", NAME(qp_state_names, qp->state));
+        sv_u64(sv, "pd", qp->pd);
+        sv_u64(sv, "send-cq", qp->send_cqn);
+        sv_u64(sv, "recv-cq", qp->recv_cqn);
+        sv_u64(sv, "uar", qp->uar);
+        sv_u64(sv, "dest-node", qp->dest_node);
+        sv_u64(sv, "dest-qpn", qp->dest_qpn);
+        sv_u64(sv, "magic", qp->magic);
+        sv_u64(sv, "dest-magic", qp->dest_magic);
+        sv_u64(sv, "sq-psn", qp->sq_psn);
+        sv_u64(sv, "rq-psn", qp->rq_psn);
+        sv_u64(sv, "sq-pi", qp->sq_pi);
+        sv_u64(sv, "sq-ci", qp->sq_ci);
+        sv_u64(sv, "sq-comp", qp->eng.sq_comp);
+        sv_u64(sv, "rq-pi", qp->rq_pi);
+        sv_u64(sv, "rq-ci", qp->rq_ci);
+        sv_u64(sv, "inflight", qp->eng.infl_count);
+        sv_u64(sv, "rd-atomic", qp->eng.rd_atomic);
+        sv_u64(sv, "retry-left", qp->eng.retry_left);
+        sv_u64(sv, "rnr-left", qp->eng.rnr_left);
+        sv_str(sv, "timer", NAME(timer_names, qp->eng.timer_kind));
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
+static void chpp_state_get(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    ChppHcaState *s = CHPP_HCA(obj);
+    StateVisit sv = { .v = v, .errp = errp, .ok = true };
+    uint32_t link = chpp_link_status(s);
+    unsigned i;
+
+    sv_begin(&sv, name);
+    sv_u64(&sv, "node-id", s->params.node_id);
+    sv_u64(&sv, "function", 0);
+    sv_bool(&sv, "hca-init", s->hca_init);
+    sv_bool(&sv, "cmd-busy", s->hcr[CHPP_HCR_CTRL / 4] & CHPP_HCR_GO);
+
+    sv_begin(&sv, "link");
+    sv_bool(&sv, "attached", link & CHPP_LINK_ATTACHED);
+    sv_bool(&sv, "up", link & CHPP_LINK_UP);
+    sv_u64(&sv, "peer-node", link >> CHPP_LINK_PEER_SHIFT);
+    sv_u64(&sv, "credits-vc0", s->link.credits[0]);
+    sv_u64(&sv, "credits-vc1", s->link.credits[1]);
+    sv_u64(&sv, "backlog-vc0", s->link.backlog[0] ?
+           g_queue_get_length(s->link.backlog[0]) : 0);
+    sv_u64(&sv, "backlog-vc1", s->link.backlog[1] ?
+           g_queue_get_length(s->link.backlog[1]) : 0);
+    sv_end(&sv);
+
+    sv_list(&sv, "ports");
+    for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        sv_begin(&sv, NULL);
+        sv_u64(&sv, "port", i + 1);
+        sv_bool(&sv, "open", s->port_open[i]);
+        sv_str(&sv, "state", NAME(port_state_names, s->port_state[i]));
+        sv_end(&sv);
+    }
+    sv_end_list(&sv);
+
+    sv_begin(&sv, "doorbell-fifo");
+    sv_u64(&sv, "fill", s->db_count);
+    sv_u64(&sv, "depth", CHPP_DB_FIFO_DEPTH);
+    sv_end(&sv);
+
+    sv_begin(&sv, "counters");
+    for (i = 0; i < CHPP_CNT_NUM; i++) {
+        sv_u64(&sv, chpp_counter_names[i], s->counters[i]);
+    }
+    sv_end(&sv);
+
+    chpp_state_eqs(s, &sv);
+    chpp_state_cqs(s, &sv);
+    chpp_state_mrs(s, &sv);
+    chpp_state_qps(s, &sv);
+    sv_end(&sv);
+}
+
+void chpp_debug_add_properties(Object *obj)
+{
+    object_property_add(obj, "state", "ChppHcaState", chpp_state_get, NULL,
+                        NULL, NULL);
+    object_property_set_description(obj, "state",
+                                    "the device's tables and counters "
+                                    "(read-only; qom-get)");
+}
