@@ -25,6 +25,8 @@ PACKAGES=(
     seabios qemu-system-data ipxe-qemu
     # guest: Debian kernel + busybox initramfs
     linux-image-amd64 linux-headers-amd64 busybox-static cpio gzip
+    # debugging: gdb and its Python (scripts/gdb/chpp-hca.py)
+    gdb
     # timeout(1) etc.
     coreutils
 )

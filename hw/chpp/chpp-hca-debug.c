@@ -49,6 +49,21 @@ const char *const chpp_counter_names[CHPP_CNT_NUM] = {
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);
 
+/* Live devices, for debuggers (scripts/gdb/chpp-hca.py reads this). */
+ChppHcaState *chpp_hca_devices[CHPP_DEBUG_MAX_DEVICES];
+
+void chpp_debug_register(ChppHcaState *s, bool add)
+{
+    unsigned i;
+
+    for (i = 0; i < CHPP_DEBUG_MAX_DEVICES; i++) {
+        if (add ? !chpp_hca_devices[i] : chpp_hca_devices[i] == s) {
+            chpp_hca_devices[i] = add ? s : NULL;
+            return;
+        }
+    }
+}
+
 uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
                              uint64_t mailbox)
 {

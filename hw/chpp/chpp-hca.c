@@ -205,12 +205,14 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     chpp_engine_init(s);
     chpp_link_realize(s, errp);
     chpp_hca_soft_reset(s);
+    chpp_debug_register(s, true);
 }
 
 static void chpp_hca_exit(PCIDevice *pdev)
 {
     ChppHcaState *s = CHPP_HCA(pdev);
 
+    chpp_debug_register(s, false);
     chpp_link_unrealize(s);
     chpp_engine_fini(s);
     chpp_cmd_fini(s);

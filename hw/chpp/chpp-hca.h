@@ -349,6 +349,9 @@ extern const char *const chpp_counter_names[CHPP_CNT_NUM];
 uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
                              uint64_t mailbox);
 void chpp_debug_add_properties(Object *obj);
+#define CHPP_DEBUG_MAX_DEVICES 16
+extern ChppHcaState *chpp_hca_devices[CHPP_DEBUG_MAX_DEVICES];
+void chpp_debug_register(ChppHcaState *s, bool add);
 
 /* chpp-hca-link.c: the chardev link to a peer adapter. */
 void chpp_link_realize(ChppHcaState *s, Error **errp);

@@ -1,0 +1,88 @@
+# gdb helper for the chpp-hca device model: print its tables from a
+# stopped QEMU.  Load with:  gdb -x scripts/gdb/chpp-hca.py ...
+# then:  (gdb) chpp-state          every device
+#        (gdb) chpp-state 1        device with node id 1
+# It reads chpp_hca_devices[], the list of live devices the model keeps
+# for debuggers, so QEMU must have been built with -g (the default here).
+import gdb
+
+QP_STATES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"]
+QP_TYPES = ["RC", "UC", "UD"]
+PORT_STATES = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE"}
+
+
+def name(table, value):
+    value = int(value)
+    if isinstance(table, dict):
+        return table.get(value, "?")
+    return table[value] if 0 <= value < len(table) else "?"
+
+
+def hca_state(s):
+    p = s["params"]
+    node = int(p["node_id"])
+    print("chpp-hca node %d: hca-init %s, link up %s (peer %d), "
+          "doorbell FIFO %d/32" %
+          (node, bool(s["hca_init"]), bool(s["link"]["up"]),
+           int(s["link"]["peer_node"]), int(s["db_count"])))
+    print("  port 1: %s (open %s)" %
+          (name(PORT_STATES, s["port_state"][0]), bool(s["port_open"][0])))
+    for i in range(int(p["num_eqs"])):
+        eq = s["eqs"][i]
+        if eq["hw"]:
+            print("  EQ %d: entries %d pi %d ci %d vector %d armed %s "
+                  "overrun %s dropped %d" %
+                  (i, int(eq["nent"]), int(eq["pi"]), int(eq["ci"]),
+                   int(eq["vector"]), bool(eq["armed"]), bool(eq["overrun"]),
+                   int(eq["dropped"])))
+    for i in range(int(p["num_cqs"])):
+        cq = s["cqs"][i]
+        if cq["hw"]:
+            print("  CQ %d: entries %d pi %d ci %d eq %d arm %d error %s "
+                  "qps %d" %
+                  (i, int(cq["nent"]), int(cq["pi"]), int(cq["ci"]),
+                   int(cq["eqn"]), int(cq["arm"]), bool(cq["error"]),
+                   int(cq["refs"])))
+    for i in range(int(p["num_qps"])):
+        qp = s["qps"][i]
+        if int(qp["state"]) == 0:
+            continue
+        eng = qp["eng"]
+        print("  QP %d: %s %s dest %d/%d sq pi %d ci %d comp %d psn %d, "
+              "rq pi %d ci %d psn %d, inflight %d" %
+              (i, name(QP_TYPES, qp["type"]), name(QP_STATES, qp["state"]),
+               int(qp["dest_node"]), int(qp["dest_qpn"]), int(qp["sq_pi"]),
+               int(qp["sq_ci"]), int(eng["sq_comp"]), int(qp["sq_psn"]),
+               int(qp["rq_pi"]), int(qp["rq_ci"]), int(qp["rq_psn"]),
+               int(eng["infl_count"])))
+    n = int(s["counters"].type.range()[1]) + 1
+    counters = [int(s["counters"][i]) for i in range(n)]
+    print("  counters: cmds %d cmd-errors %d guest-errors %d cqes %d "
+          "pkts-tx %d pkts-rx %d pkts-dropped %d" %
+          (counters[0], counters[1], counters[3], counters[11],
+           counters[14], counters[15], counters[16]))
+
+
+class ChppState(gdb.Command):
+    """Print the state of every chpp-hca device: chpp-state [NODE-ID]"""
+
+    def __init__(self):
+        super().__init__("chpp-state", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        devs = gdb.parse_and_eval("chpp_hca_devices")
+        found = 0
+        for i in range(int(devs.type.range()[1]) + 1):
+            dev = devs[i]
+            if int(dev) == 0:
+                continue
+            s = dev.dereference()
+            if arg and int(s["params"]["node_id"]) != int(arg):
+                continue
+            hca_state(s)
+            found += 1
+        if not found:
+            print("no chpp-hca device")
+
+
+ChppState()
