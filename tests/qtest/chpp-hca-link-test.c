@@ -477,7 +477,7 @@ static void test_same_node_refused(void)
     pair_stop(&a, &b);
 }
 
-/* ---- hostile peer --------------------------------------------------------- */
+/* ---- hostile peer ----------------------------------------------------- */
 
 typedef struct Peer {
     int listen_fd;
