@@ -57,6 +57,8 @@ static const ChppCmdInfo chpp_cmds[] = {
     [CHPP_CMD_INIT2INIT_QP]  = { "INIT2INIT_QP", true },
     [CHPP_CMD_SQD2SQD_QP]    = { "SQD2SQD_QP", true },
     [CHPP_CMD_QUERY_STATS]   = { "QUERY_STATS", false },
+    [CHPP_CMD_SET_VF_RES]    = { "SET_VF_RES", false },
+    [CHPP_CMD_QUERY_VF_RES]  = { "QUERY_VF_RES", false },
 };
 
 static const ChppCmdInfo *chpp_cmd_info(uint16_t opcode)
@@ -149,8 +151,9 @@ static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
 {
     const ChppHcaParams *p = &s->params;
     struct chpp_dev_cap cap = {
-        .flags = cpu_to_le32(CHPP_DEV_CAP_FLAG_CMD_EVENTS),
-        .func = 0,
+        .flags = cpu_to_le32(CHPP_DEV_CAP_FLAG_CMD_EVENTS |
+                             (s->func ? CHPP_DEV_CAP_FLAG_VF : 0)),
+        .func = cpu_to_le16(s->func),
         .node_id = cpu_to_le16(p->node_id),
         .num_ports = CHPP_NUM_PORTS,
         .log_uar_page_size = CHPP_UAR_PAGE_SHIFT,
@@ -255,6 +258,10 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return CHPP_STAT_OK;
     case CHPP_CMD_QUERY_STATS:
         return chpp_cmd_query_stats(s, in_mod, *out_param);
+    case CHPP_CMD_SET_VF_RES:
+        return chpp_cmd_vf_res(s, true, in_mod, in_param);
+    case CHPP_CMD_QUERY_VF_RES:
+        return chpp_cmd_vf_res(s, false, in_mod, *out_param);
     case CHPP_CMD_SW2HW_MPT:
         return chpp_cmd_sw2hw_mpt(s, in_mod, in_param);
     case CHPP_CMD_HW2SW_MPT:

@@ -85,7 +85,8 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
     s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] = qpn;
     s->db_count++;
     trace_chpp_hca_db_fifo_push(qpn, s->db_count);
-    chpp_engine_kick(s);
+    /* The PF's engine serves every function's FIFO (arbitration). */
+    chpp_engine_kick(chpp_pf(s));
 }
 
 /*
@@ -190,7 +191,7 @@ static void chpp_engine_dispatch(ChppHcaState *s, ChppPkt *pkt)
     chpp_pkt_free(pkt);
 }
 
-static bool chpp_engine_step(ChppHcaState *s)
+static bool chpp_engine_rx(ChppHcaState *s)
 {
     ChppPkt *pkt = chpp_wire_next(s);
 
@@ -198,31 +199,77 @@ static bool chpp_engine_step(ChppHcaState *s)
         chpp_engine_dispatch(s, pkt);
         return true;
     }
-    if (s->db_count) {
-        uint32_t qpn = s->db_fifo[s->db_head];
+    return false;
+}
 
-        s->db_head = (s->db_head + 1) % CHPP_DB_FIFO_DEPTH;
-        s->db_count--;
-        chpp_req_run(s, &s->qps[qpn]);
-        return true;
+/* PF only: one doorbell FIFO entry of the function the arbiter picks. */
+static bool chpp_engine_serve_fifo(ChppHcaState *s)
+{
+    ChppHcaState *f = s->func ? NULL : chpp_arb_pick(s);
+    uint32_t qpn;
+
+    if (!f) {
+        return false;
+    }
+    qpn = f->db_fifo[f->db_head];
+    f->db_head = (f->db_head + 1) % CHPP_DB_FIFO_DEPTH;
+    f->db_count--;
+    chpp_req_run(f, &f->qps[qpn]);
+    return true;
+}
+
+static bool chpp_engine_step(ChppHcaState *s)
+{
+    return chpp_engine_rx(s) || chpp_engine_serve_fifo(s);
+}
+
+static bool chpp_engine_pending(ChppHcaState *s)
+{
+    unsigned vc, fn;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        if (!g_queue_is_empty(s->wire_rx[vc]) ||
+            !g_queue_is_empty(s->link_rx[vc])) {
+            return true;
+        }
+    }
+    for (fn = 0; !s->func && fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(s, fn);
+
+        if (f && f->db_count) {
+            return true;
+        }
     }
     return false;
 }
 
+/*
+ * With engine-delay-ns the engine serves one doorbell FIFO entry per
+ * period (a service-rate model that makes arbitration measurable);
+ * otherwise it works through a budget per bottom half.
+ */
 static void chpp_engine_run(void *opaque)
 {
     ChppHcaState *s = opaque;
     int budget = CHPP_ENGINE_BUDGET;
+    int fifo_budget = s->params.engine_delay_ns ? 1 : CHPP_ENGINE_BUDGET;
 
     if (s->engine_stopped) {
         return;
     }
     while (budget-- > 0) {
-        if (!chpp_engine_step(s)) {
-            return;
+        if (chpp_engine_rx(s)) {
+            continue;
         }
+        if (fifo_budget > 0 && chpp_engine_serve_fifo(s)) {
+            fifo_budget--;
+            continue;
+        }
+        break;
     }
-    chpp_engine_kick(s);
+    if (chpp_engine_pending(s)) {
+        chpp_engine_kick(s);
+    }
 }
 
 /* The VM is stopping (e.g. for migration): finish in-flight packets now. */

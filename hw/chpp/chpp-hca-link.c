@@ -29,14 +29,15 @@ typedef struct ChppDelayed {
     GByteArray *frame;
 } ChppDelayed;
 
+/* The PF owns the link; its VFs use it. */
 bool chpp_link_attached(ChppHcaState *s)
 {
-    return qemu_chr_fe_backend_connected(&s->link.chr);
+    return qemu_chr_fe_backend_connected(&chpp_pf(s)->link.chr);
 }
 
 uint32_t chpp_link_status(ChppHcaState *s)
 {
-    ChppLink *l = &s->link;
+    ChppLink *l = &chpp_pf(s)->link;
 
     if (!chpp_link_attached(s)) {
         return 0;
@@ -262,6 +263,7 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
 static void chpp_link_set_up(ChppHcaState *s, bool up)
 {
     ChppLink *l = &s->link;
+    unsigned fn;
 
     if (l->up == up) {
         return;
@@ -269,7 +271,13 @@ static void chpp_link_set_up(ChppHcaState *s, bool up)
     l->up = up;
     chpp_count(s, up ? CHPP_CNT_LINK_UPS : CHPP_CNT_LINK_DOWNS);
     trace_chpp_hca_link_state(up, l->peer_node);
-    chpp_port_link_changed(s);
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(s, fn);
+
+        if (f) {
+            chpp_port_link_changed(f);
+        }
+    }
     chpp_engine_kick(s);
 }
 
@@ -320,25 +328,39 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
                             uint32_t len)
 {
     ChppLink *l = &s->link;
+    ChppHcaState *to = s;
 
     /* Frames beyond the credits we granted: a misbehaving peer. */
-    if (g_queue_get_length(s->link_rx[vc]) + l->owed[vc] >=
-        CHPP_LINK_CREDITS) {
+    if (l->queued[vc] + l->owed[vc] >= CHPP_LINK_CREDITS) {
         chpp_count(s, CHPP_CNT_LINK_CREDIT_ERRORS);
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         trace_chpp_hca_link_bad("frame beyond granted credits");
         return;
     }
     chpp_count(s, CHPP_CNT_LINK_RX_FRAMES);
-    g_queue_push_tail(s->link_rx[vc], g_byte_array_append(
+    /* DST-VF picks the function; a short frame goes to the PF's decoder. */
+    if (len >= CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext)) {
+        to = chpp_function(s, p[CHPP_WIRE_HDR_SIZE +
+                                offsetof(struct chpp_wire_ext, dst_vf)]);
+        if (!to) {
+            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+            trace_chpp_hca_link_bad("frame for a missing function");
+            return;
+        }
+    }
+    l->queued[vc]++;
+    g_queue_push_tail(to->link_rx[vc], g_byte_array_append(
                       g_byte_array_sized_new(len), p, len));
-    chpp_engine_kick(s);
+    chpp_engine_kick(to);
 }
 
 void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
 {
     ChppLink *l = &s->link;
 
+    if (l->queued[vc]) {
+        l->queued[vc]--;
+    }
     if (!l->up) {
         return;
     }
@@ -446,6 +468,7 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         }
         l->credits[vc] = 0;
         l->owed[vc] = 0;
+        l->queued[vc] = 0;
     }
     while ((d = g_queue_pop_head(l->delayed))) {
         g_byte_array_unref(d->frame);
@@ -498,7 +521,7 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
     if (!l->rand_state) {
         l->rand_state = 0x9e3779b97f4a7c15ull;
     }
-    if (chpp_link_attached(s)) {
+    if (qemu_chr_fe_backend_connected(&l->chr)) {
         qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
                                  chpp_link_receive, chpp_link_event, NULL, s,
                                  NULL, true);
@@ -533,7 +556,7 @@ void chpp_link_reset(ChppHcaState *s)
 
         while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
             g_byte_array_unref(ba);
-            chpp_link_consumed(s, vc);
+            chpp_link_consumed(chpp_pf(s), vc);
         }
     }
     l->drop_next = l->drop_every = l->drop_percent = 0;

@@ -63,13 +63,14 @@ static uint64_t chpp_regs_read(void *opaque, hwaddr addr, unsigned size)
             break;
         case CHPP_REG_CAPS:
             val = CHPP_CAP_CMD_EVENTS |
-                  (chpp_link_attached(s) ? CHPP_CAP_LINK : 0);
+                  (chpp_link_attached(s) ? CHPP_CAP_LINK : 0) |
+                  (s->func ? CHPP_CAP_VF : 0);
             break;
         case CHPP_REG_LINK:
             val = chpp_link_status(s);
             break;
         case CHPP_REG_FUNC:
-            val = 0;
+            val = s->func;
             break;
         case CHPP_REG_NODE_ID:
             val = s->params.node_id;

@@ -176,19 +176,29 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
     GByteArray *ba;
 
     pkt->src_node = s->params.node_id;
+    pkt->src_vf = s->func;
     frame = chpp_wire_encode(pkt, &len);
     ba = g_byte_array_new_take(frame, len);
     if (pkt->dst_node == s->params.node_id) {
-        g_queue_push_tail(s->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
-    } else if (!chpp_link_send(s, pkt->dst_node, pkt->vc % CHPP_NUM_VCS,
-                               ba)) {
+        /* Loopback, to any function of this adapter (DST-VF). */
+        ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
+
+        if (!to) {
+            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+            trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
+            g_byte_array_unref(ba);
+            return true;
+        }
+        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
+        chpp_engine_kick(to);
+    } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
+                               pkt->vc % CHPP_NUM_VCS, ba)) {
         trace_chpp_hca_pkt_no_route(pkt->dst_node);
         return false;
     }
     chpp_count(s, CHPP_CNT_PKTS_TX);
     trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
                           pkt->psn, pkt->len);
-    chpp_engine_kick(s);
     return true;
 }
 
@@ -199,7 +209,7 @@ static GByteArray *chpp_wire_pop(ChppHcaState *s, unsigned vc)
     if (!ba) {
         ba = g_queue_pop_head(s->link_rx[vc]);
         if (ba) {
-            chpp_link_consumed(s, vc);
+            chpp_link_consumed(chpp_pf(s), vc);
         }
     }
     return ba;

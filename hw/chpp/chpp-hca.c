@@ -14,6 +14,7 @@
 #include "qapi/error.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
+#include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "migration/vmstate.h"
@@ -82,7 +83,10 @@ void chpp_hca_soft_reset(ChppHcaState *s)
 
 static void chpp_hca_qdev_reset(DeviceState *dev)
 {
-    chpp_hca_soft_reset(CHPP_HCA(dev));
+    ChppHcaState *s = CHPP_HCA(dev);
+
+    chpp_sriov_reset_pf(s);
+    chpp_hca_soft_reset(s);
 }
 
 static bool chpp_check_range(const char *name, uint64_t val, uint64_t min,
@@ -115,7 +119,9 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
            chpp_check_range("cmd-latency-ns", p->cmd_latency_ns, 0,
                             CHPP_MAX_CMD_LATENCY_NS, errp) &&
            chpp_check_range("engine-delay-ns", p->engine_delay_ns, 0,
-                            CHPP_MAX_CMD_LATENCY_NS, errp);
+                            CHPP_MAX_CMD_LATENCY_NS, errp) &&
+           chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
+                            CHPP_MAX_VFS, errp);
 }
 
 static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
@@ -142,8 +148,12 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
                                  CHPP_UAR_PAGE_SIZE);
     unsigned i;
 
+    bool vf = pci_is_vf(pdev);
+
+    /* A VF's IDs read as 0xffff; its device ID is in the PF's capability. */
     pci_config_set_vendor_id(pdev->config, s->params.vendor_id);
-    pci_config_set_device_id(pdev->config, s->params.device_id);
+    pci_config_set_device_id(pdev->config, vf ? s->params.vf_device_id
+                                              : s->params.device_id);
     pci_config_set_class(pdev->config, CHPP_PCI_CLASS_CODE);
     pci_config_set_revision(pdev->config, CHPP_PCI_REVISION);
     pci_set_word(pdev->config + PCI_SUBSYSTEM_VENDOR_ID, s->params.vendor_id);
@@ -153,16 +163,20 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
     memory_region_init_io(&s->regs, OBJECT(s), &chpp_hca_regs_ops, s,
                           "chpp-hca-regs", CHPP_MSIX_TABLE_OFFSET);
     memory_region_add_subregion(&s->bar0, 0, &s->regs);
-    pci_register_bar(pdev, CHPP_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
-
     memory_region_init_io(&s->bar2, OBJECT(s), &chpp_hca_uar_ops, s,
                           "chpp-hca-uar", uar_size);
-    pci_register_bar(pdev, CHPP_BAR_UAR, PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
-                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->bar2);
+    if (vf) {
+        pcie_sriov_vf_register_bar(pdev, CHPP_BAR_REGS, &s->bar0);
+        pcie_sriov_vf_register_bar(pdev, CHPP_BAR_UAR, &s->bar2);
+    } else {
+        pci_register_bar(pdev, CHPP_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                         PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
+        pci_register_bar(pdev, CHPP_BAR_UAR, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                         PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                         PCI_BASE_ADDRESS_MEM_PREFETCH, &s->bar2);
+    }
 
-    if (chpp_add_pm_capability(pdev, errp) < 0) {
+    if (!vf && chpp_add_pm_capability(pdev, errp) < 0) {
         return false;
     }
     if (msix_init(pdev, s->params.msix_vectors,
@@ -180,6 +194,9 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
         return false;
     }
     pcie_cap_flr_init(pdev);
+    if (!vf) {
+        chpp_sriov_init_pf(s);
+    }
     return true;
 }
 
@@ -187,6 +204,9 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
 {
     ChppHcaState *s = CHPP_HCA(pdev);
 
+    if (pci_is_vf(pdev)) {
+        chpp_sriov_vf_params(s);
+    }
     if (!chpp_hca_check_params(s, errp)) {
         return;
     }
@@ -213,6 +233,9 @@ static void chpp_hca_exit(PCIDevice *pdev)
     ChppHcaState *s = CHPP_HCA(pdev);
 
     chpp_debug_register(s, false);
+    if (!pci_is_vf(pdev)) {
+        chpp_sriov_exit_pf(s);
+    }
     chpp_link_unrealize(s);
     chpp_engine_fini(s);
     chpp_cmd_fini(s);
@@ -227,8 +250,16 @@ static void chpp_hca_exit(PCIDevice *pdev)
 static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
                                   uint32_t val, int len)
 {
+    uint8_t *devctl = pdev->config + pdev->exp.exp_cap + PCI_EXP_DEVCTL;
+    bool flr;
+
     pci_default_write_config(pdev, addr, val, len);
+    flr = pci_get_word(devctl) & PCI_EXP_DEVCTL_BCR_FLR;
     pcie_cap_flr_write_config(pdev, addr, val, len);
+    /* The PF learns that a VF was reset under it. */
+    if (flr && pci_is_vf(pdev)) {
+        chpp_sriov_vf_flr(CHPP_HCA(pdev));
+    }
 }
 
 static int chpp_hca_post_load(void *opaque, int version_id)
@@ -296,6 +327,8 @@ static Property chpp_hca_props[] = {
                        CHPP_PCI_DEVICE_ID_PF),
     DEFINE_PROP_UINT16("vf-device-id", ChppHcaState, params.vf_device_id,
                        CHPP_PCI_DEVICE_ID_VF),
+    DEFINE_PROP_UINT8("sriov-max-vfs", ChppHcaState, params.sriov_max_vfs,
+                      CHPP_MAX_VFS),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
@@ -328,6 +361,7 @@ static const struct {
     { "vendor-id", "PCI vendor ID (placeholder until silicon IDs exist)" },
     { "device-id", "PCI device ID of the physical function" },
     { "vf-device-id", "PCI device ID of the virtual functions" },
+    { "sriov-max-vfs", "SR-IOV TotalVFs (0..7, 0 = no SR-IOV capability)" },
     { "node-id", "node id: SRC-CPU of outgoing packets, LID = node-id + 1" },
     { "chardev", "chardev (a socket) of the link to the peer adapter; "
                  "without one only this node is reachable" },

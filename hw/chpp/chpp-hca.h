@@ -35,7 +35,21 @@ typedef struct ChppHcaParams {
     uint32_t num_mtts;
     uint64_t cmd_latency_ns;
     uint64_t engine_delay_ns;
+    uint8_t sriov_max_vfs;
 } ChppHcaParams;
+
+/* Per-function resources and arbitration, kept by the PF. */
+typedef struct ChppFnRes {
+    uint32_t num_qps;
+    uint32_t num_cqs;
+    uint32_t num_eqs;
+    uint32_t num_mpts;
+    uint32_t num_pds;
+    uint32_t num_mtts;
+    uint32_t msix_vectors;
+    uint8_t weight;
+    uint8_t priority;
+} ChppFnRes;
 
 typedef struct ChppEq {
     bool hw;                /* owned by hardware (SW2HW_EQ done) */
@@ -182,6 +196,7 @@ typedef struct ChppLink {
     GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
     GByteArray *out;            /* records not yet taken by the chardev */
     guint watch;
+    uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
     uint8_t *rx;                /* one record being reassembled */
     uint32_t rx_len;
     /* Fault injection (QOM properties, settable at run time) */
@@ -205,6 +220,9 @@ struct ChppHcaState {
     MemoryRegion bar2;      /* UAR pages */
 
     ChppHcaParams params;
+    uint8_t func;               /* 0 = PF, n = VF n */
+    ChppFnRes fn_res[1 + CHPP_MAX_VFS];  /* PF: quotas, arbitration */
+    int32_t arb_current[1 + CHPP_MAX_VFS];
 
     /* Command interface */
     uint32_t hcr[CHPP_HCR_DWORDS];
@@ -352,6 +370,19 @@ void chpp_debug_add_properties(Object *obj);
 #define CHPP_DEBUG_MAX_DEVICES 16
 extern ChppHcaState *chpp_hca_devices[CHPP_DEBUG_MAX_DEVICES];
 void chpp_debug_register(ChppHcaState *s, bool add);
+
+/* chpp-hca-sriov.c: SR-IOV functions, quotas and arbitration. */
+ChppHcaState *chpp_pf(ChppHcaState *s);
+ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn);
+void chpp_sriov_defaults(ChppHcaState *s);
+void chpp_sriov_vf_params(ChppHcaState *s);
+void chpp_sriov_init_pf(ChppHcaState *s);
+void chpp_sriov_exit_pf(ChppHcaState *s);
+void chpp_sriov_reset_pf(ChppHcaState *s);
+void chpp_sriov_vf_flr(ChppHcaState *s);
+uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
+                        uint64_t mailbox);
+ChppHcaState *chpp_arb_pick(ChppHcaState *pf);
 
 /* chpp-hca-link.c: the chardev link to a peer adapter. */
 void chpp_link_realize(ChppHcaState *s, Error **errp);

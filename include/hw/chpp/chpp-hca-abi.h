@@ -58,6 +58,16 @@
 #define CHPP_BAR0_SIZE              0x4000
 
 /*
+ * SR-IOV: up to CHPP_MAX_VFS virtual functions (seed 004: 1 PF + 7 VFs),
+ * at PF devfn + 1, + 2, ...  Each VF has BAR0 (CHPP_BAR0_SIZE, registers
+ * and MSI-X) and BAR2 (CHPP_VF_UAR_PAGES UAR pages).
+ */
+#define CHPP_MAX_VFS                7
+#define CHPP_VF_OFFSET              1
+#define CHPP_VF_STRIDE              1
+#define CHPP_VF_UAR_PAGES           4
+
+/*
  * BAR0 register map.  Every register is 32 bits wide and must be accessed
  * with naturally aligned 32-bit loads and stores.  Other accesses, and
  * accesses to offsets not listed here, read as 0 and ignore writes; each
@@ -211,6 +221,8 @@ enum chpp_opcode {
     CHPP_CMD_NOP            = 0x031,
     CHPP_CMD_QUERY_PORT     = 0x043,
     CHPP_CMD_QUERY_STATS    = 0x060,
+    CHPP_CMD_SET_VF_RES     = 0x061,    /* PF only */
+    CHPP_CMD_QUERY_VF_RES   = 0x062,    /* PF only */
 };
 
 /* Status codes in HCR bits 31:24 and in command-completion EQEs. */
@@ -229,6 +241,7 @@ enum chpp_status {
     CHPP_STAT_BAD_SIZE      = 0x40, /* queue size invalid */
     CHPP_STAT_BAD_MAILBOX   = 0x41, /* mailbox address unaligned */
     CHPP_STAT_DMA_ERR       = 0x42, /* mailbox DMA failed */
+    CHPP_STAT_PF_ONLY       = 0x50, /* command reserved to the PF */
 };
 
 /* Mailboxes: one page of guest memory, naturally aligned. */
@@ -280,6 +293,36 @@ struct chpp_dev_cap {
 CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 
 /* INIT_HCA: in_modifier = CHPP_ABI_VERSION_MAJOR the driver speaks. */
+
+/*
+ * SET_VF_RES / QUERY_VF_RES (PF only): in_modifier = function (0 = PF for
+ * the arbitration fields, 1..7 = VF), in/out_param = mailbox.  Resource
+ * counts apply when the VFs are next enabled; arbitration at once.
+ */
+#define CHPP_VF_DEFAULT_QPS         4
+#define CHPP_VF_DEFAULT_CQS         8
+#define CHPP_VF_DEFAULT_EQS         4
+#define CHPP_VF_DEFAULT_MPTS        64
+#define CHPP_VF_DEFAULT_PDS         16
+#define CHPP_VF_DEFAULT_MTTS        4096
+#define CHPP_VF_DEFAULT_MSIX        4
+#define CHPP_ARB_MAX_WEIGHT         255
+#define CHPP_ARB_MAX_PRIORITY       7
+
+struct chpp_vf_res {
+    uint32_t num_qps;
+    uint32_t num_cqs;
+    uint32_t num_eqs;
+    uint32_t num_mpts;
+    uint32_t num_pds;
+    uint32_t num_mtts;
+    uint32_t msix_vectors;
+    uint8_t  weight;            /* doorbell FIFO arbitration, 1..255 */
+    uint8_t  priority;          /* 0..7, higher served first */
+    uint16_t reserved0;
+    uint32_t reserved1[8];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_vf_res, 64);
 
 /*
  * QUERY_STATS: out_param = mailbox, in_modifier = CHPP_STATS_CLEAR to zero
@@ -384,6 +427,7 @@ enum chpp_event_type {
     CHPP_EVENT_LAST_WQE_REACHED = 0x13,
     CHPP_EVENT_SRQ_LIMIT        = 0x14,
     CHPP_EVENT_DOORBELL_ERROR   = 0x18,
+    CHPP_EVENT_VF_FLR           = 0x19, /* PF: a VF was reset by FLR */
     CHPP_EVENT_NUM_TYPES        = 64
 };
 /* Event types MAP_EQ accepts. */
@@ -396,7 +440,7 @@ enum chpp_event_type {
      (1ull << CHPP_EVENT_WQ_ACCESS_ERROR) | \
      (1ull << CHPP_EVENT_SRQ_CATAS_ERROR) | \
      (1ull << CHPP_EVENT_LAST_WQE_REACHED) | (1ull << CHPP_EVENT_SRQ_LIMIT) | \
-     (1ull << CHPP_EVENT_DOORBELL_ERROR))
+     (1ull << CHPP_EVENT_DOORBELL_ERROR) | (1ull << CHPP_EVENT_VF_FLR))
 
 /*
  * EQE: 32 bytes.  The device writes bytes 0..27 first, then the owner word.
@@ -438,6 +482,12 @@ struct chpp_eqe_doorbell_error {
     uint32_t reserved[3];
 };
 
+/* VF_FLR event (to the PF). */
+struct chpp_eqe_vf {
+    uint32_t vf;                /* 1..7 */
+    uint32_t reserved[5];
+};
+
 /* COMP and CQ_ERROR events. */
 struct chpp_eqe_cq {
     uint32_t cqn;
@@ -461,6 +511,7 @@ struct chpp_eqe {
         struct chpp_eqe_doorbell_error db_error;
         struct chpp_eqe_cq cq;
         struct chpp_eqe_qp qp;
+        struct chpp_eqe_vf vf;
         uint32_t raw[6];
     } event;
     uint32_t owner;             /* bit 31: CHPP_EQE_OWNER */

@@ -1,0 +1,237 @@
+/*
+ * chpp-hca: SR-IOV.  One PF and up to 7 VFs (seed 004); each VF is a
+ * chpp-hca instance of its own with its own tables, doorbell FIFO and
+ * MSI-X, created by QEMU's pcie_sriov when the guest sets VF Enable.
+ * What must outlive the VFs lives in the PF: their resource quotas and
+ * the arbitration between the functions' doorbell FIFOs.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/pcie_sriov.h"
+#include "chpp-hca-engine.h"
+#include "trace.h"
+
+ChppHcaState *chpp_pf(ChppHcaState *s)
+{
+    PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
+
+    return pf ? CHPP_HCA(pf) : s;
+}
+
+/* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
+ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
+{
+    PCIDevice *vf;
+
+    if (fn == 0) {
+        return pf;
+    }
+    if (fn > pcie_sriov_num_vfs(PCI_DEVICE(pf))) {
+        return NULL;
+    }
+    vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(pf), fn - 1);
+    return vf && DEVICE(vf)->realized ? CHPP_HCA(vf) : NULL;
+}
+
+void chpp_sriov_defaults(ChppHcaState *s)
+{
+    unsigned i;
+
+    s->fn_res[0] = (ChppFnRes) { .weight = 1 };
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        s->fn_res[i] = (ChppFnRes) {
+            .num_qps = CHPP_VF_DEFAULT_QPS,
+            .num_cqs = CHPP_VF_DEFAULT_CQS,
+            .num_eqs = CHPP_VF_DEFAULT_EQS,
+            .num_mpts = CHPP_VF_DEFAULT_MPTS,
+            .num_pds = CHPP_VF_DEFAULT_PDS,
+            .num_mtts = CHPP_VF_DEFAULT_MTTS,
+            .msix_vectors = CHPP_VF_DEFAULT_MSIX,
+            .weight = 1,
+        };
+    }
+}
+
+/* A VF is configured by its PF, never by properties. */
+void chpp_sriov_vf_params(ChppHcaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ChppHcaState *pf = chpp_pf(s);
+    const ChppFnRes *r;
+
+    s->func = pcie_sriov_vf_number(pdev) + 1;
+    r = &pf->fn_res[s->func];
+    s->params = pf->params;
+    s->params.num_qps = r->num_qps;
+    s->params.num_cqs = r->num_cqs;
+    s->params.num_eqs = r->num_eqs;
+    s->params.num_mpts = r->num_mpts;
+    s->params.num_pds = r->num_pds;
+    s->params.num_mtts = r->num_mtts;
+    s->params.msix_vectors = r->msix_vectors;
+    s->params.uar_pages = CHPP_VF_UAR_PAGES;
+    s->params.sriov_max_vfs = 0;
+}
+
+void chpp_sriov_init_pf(ChppHcaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    chpp_sriov_defaults(s);
+    if (!s->params.sriov_max_vfs) {
+        return;
+    }
+    pcie_ari_init(pdev, CHPP_PCI_EXT_CAP_ARI, 0);
+    pcie_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV, TYPE_CHPP_HCA,
+                       s->params.vf_device_id, 0, s->params.sriov_max_vfs,
+                       CHPP_VF_OFFSET, CHPP_VF_STRIDE);
+    pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_REGS,
+                              PCI_BASE_ADDRESS_MEM_TYPE_64, CHPP_BAR0_SIZE);
+    pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_UAR,
+                              PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                              PCI_BASE_ADDRESS_MEM_PREFETCH,
+                              CHPP_VF_UAR_PAGES * CHPP_UAR_PAGE_SIZE);
+    pcie_acs_init(pdev, CHPP_PCI_EXT_CAP_ACS);
+}
+
+void chpp_sriov_exit_pf(ChppHcaState *s)
+{
+    if (s->params.sriov_max_vfs) {
+        pcie_sriov_pf_exit(PCI_DEVICE(s));
+    }
+}
+
+/* A PCI-level reset of the PF takes every VF away (VF Enable clears). */
+void chpp_sriov_reset_pf(ChppHcaState *s)
+{
+    if (s->params.sriov_max_vfs) {
+        pcie_sriov_pf_disable_vfs(PCI_DEVICE(s));
+    }
+}
+
+void chpp_sriov_vf_flr(ChppHcaState *s)
+{
+    struct chpp_eqe eqe = {
+        .type = CHPP_EVENT_VF_FLR,
+        .event.vf.vf = cpu_to_le32(s->func),
+    };
+
+    trace_chpp_hca_vf_flr(s->func);
+    chpp_event_post(chpp_pf(s), &eqe);
+}
+
+static bool chpp_range_ok(uint32_t v, uint32_t max)
+{
+    return v >= 1 && v <= max;
+}
+
+uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
+                        uint64_t mailbox)
+{
+    struct chpp_vf_res r = {};
+    uint8_t status = CHPP_STAT_OK;
+    ChppFnRes *f;
+
+    if (pci_is_vf(PCI_DEVICE(s))) {
+        return chpp_cmd_fail(s, CHPP_STAT_PF_ONLY, "VF %u: command reserved "
+                             "to the PF", s->func);
+    }
+    if (fn > s->params.sriov_max_vfs) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_INDEX, "function %u of %u",
+                             fn, s->params.sriov_max_vfs);
+    }
+    f = &s->fn_res[fn];
+    if (!set) {
+        r = (struct chpp_vf_res) {
+            .num_qps = cpu_to_le32(fn ? f->num_qps : s->params.num_qps),
+            .num_cqs = cpu_to_le32(fn ? f->num_cqs : s->params.num_cqs),
+            .num_eqs = cpu_to_le32(fn ? f->num_eqs : s->params.num_eqs),
+            .num_mpts = cpu_to_le32(fn ? f->num_mpts : s->params.num_mpts),
+            .num_pds = cpu_to_le32(fn ? f->num_pds : s->params.num_pds),
+            .num_mtts = cpu_to_le32(fn ? f->num_mtts : s->params.num_mtts),
+            .msix_vectors = cpu_to_le32(fn ? f->msix_vectors :
+                                        s->params.msix_vectors),
+            .weight = f->weight,
+            .priority = f->priority,
+        };
+        chpp_mailbox_write(s, mailbox, &r, sizeof(r), &status);
+        return status;
+    }
+    if (!chpp_mailbox_read(s, mailbox, &r, sizeof(r), &status)) {
+        return status;
+    }
+    if (!r.weight || r.priority > CHPP_ARB_MAX_PRIORITY) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "weight %u priority %u",
+                             r.weight, r.priority);
+    }
+    if (fn) {
+        if (!chpp_range_ok(le32_to_cpu(r.num_qps), CHPP_MAX_QPS) ||
+            !chpp_range_ok(le32_to_cpu(r.num_cqs), CHPP_MAX_CQS) ||
+            !chpp_range_ok(le32_to_cpu(r.num_eqs), CHPP_MAX_EQS) ||
+            !chpp_range_ok(le32_to_cpu(r.num_mpts), CHPP_MAX_MPTS) ||
+            !chpp_range_ok(le32_to_cpu(r.num_pds), CHPP_MAX_PDS) ||
+            !chpp_range_ok(le32_to_cpu(r.num_mtts), CHPP_MAX_MTTS) ||
+            !chpp_range_ok(le32_to_cpu(r.msix_vectors),
+                           CHPP_MAX_MSIX_VECTORS)) {
+            return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "VF %u: a resource "
+                                 "count is out of range", fn);
+        }
+        if (pcie_sriov_num_vfs(PCI_DEVICE(s))) {
+            return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY, "VF resources "
+                                 "change only while VFs are disabled");
+        }
+        f->num_qps = le32_to_cpu(r.num_qps);
+        f->num_cqs = le32_to_cpu(r.num_cqs);
+        f->num_eqs = le32_to_cpu(r.num_eqs);
+        f->num_mpts = le32_to_cpu(r.num_mpts);
+        f->num_pds = le32_to_cpu(r.num_pds);
+        f->num_mtts = le32_to_cpu(r.num_mtts);
+        f->msix_vectors = le32_to_cpu(r.msix_vectors);
+    }
+    f->weight = r.weight;
+    f->priority = r.priority;
+    return CHPP_STAT_OK;
+}
+
+/*
+ * Which function's doorbell FIFO the engine serves next: the highest
+ * priority with work, and among those smooth weighted round robin, so
+ * the shares converge to the weights (seed 004 figure 19).
+ */
+ChppHcaState *chpp_arb_pick(ChppHcaState *pf)
+{
+    ChppHcaState *fns[1 + CHPP_MAX_VFS];
+    int best = -1, prio = -1;
+    uint32_t total = 0;
+    unsigned i, n = 0;
+
+    for (i = 0; i <= CHPP_MAX_VFS; i++) {
+        ChppHcaState *f = chpp_function(pf, i);
+
+        fns[i] = f && f->db_count ? f : NULL;
+        if (fns[i] && pf->fn_res[i].priority > prio) {
+            prio = pf->fn_res[i].priority;
+        }
+    }
+    for (i = 0; i <= CHPP_MAX_VFS; i++) {
+        if (!fns[i] || pf->fn_res[i].priority != prio) {
+            continue;
+        }
+        n++;
+        pf->arb_current[i] += pf->fn_res[i].weight;
+        total += pf->fn_res[i].weight;
+        if (best < 0 || pf->arb_current[i] > pf->arb_current[best]) {
+            best = i;
+        }
+    }
+    if (best < 0) {
+        return NULL;
+    }
+    pf->arb_current[best] -= total;
+    trace_chpp_hca_arb_pick(best, n);
+    return fns[best];
+}
