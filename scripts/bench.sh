@@ -7,6 +7,10 @@
 #   scripts/bench.sh [bench args...]   e.g. --quick, --op PUT, --size 4096,
 #                                      --no-latency, --no-throughput,
 #                                      --no-baseline
+#   scripts/bench.sh --link [args...]  the two-QEMU link benchmark
+#                                      chpp-hca-link-bench instead: --quick,
+#                                      --unix, --tcp, --size, --no-latency,
+#                                      --no-throughput, --no-baseline
 #
 # The table goes to stdout, with one "BENCH key=value ..." line per
 # measurement for scripts. See docs/build.md ("Benchmark").
@@ -17,11 +21,16 @@ set -euo pipefail
 "$CHPP_ROOT/scripts/setup.sh" >&2
 "$CHPP_ROOT/scripts/build-qemu.sh" >&2
 
-exe="$CHPP_QEMU_BUILD/tests/qtest/chpp-hca-bench"
-[ -x "$exe" ] || chpp_die "no build/qemu/tests/qtest/chpp-hca-bench (did scripts/build-qemu.sh succeed?)"
+prog=chpp-hca-bench
+if [ "${1:-}" = --link ]; then
+    prog=chpp-hca-link-bench
+    shift
+fi
+exe="$CHPP_QEMU_BUILD/tests/qtest/$prog"
+[ -x "$exe" ] || chpp_die "no build/qemu/tests/qtest/$prog (did scripts/build-qemu.sh succeed?)"
 
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
-chpp_log "running chpp-hca-bench $*"
+chpp_log "running $prog $*"
 # Run from the QEMU build directory, as the qtests do. libqtest's
 # "# starting QEMU" line goes to stderr.
 cd "$CHPP_QEMU_BUILD"

@@ -19,8 +19,8 @@
  *   QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64 \
  *       build/qemu/tests/qtest/chpp-hca-bench [--quick] [--op NAME]
  *
- * scripts/bench.sh builds and runs it.  The fixture is a trimmed copy of
- * the one in chpp-hca-data-test.c.
+ * scripts/bench.sh builds and runs it.  The queues, work requests and
+ * completions are the shared helpers of chpp-hca-qtest.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -50,28 +50,12 @@
 #define BENCH_SPIN_POLLS    20000
 #define BENCH_MAX_STEPS     2000
 
-typedef struct BCq {
-    uint32_t cqn;
-    uint64_t ring;
-    uint32_t nent;
-    uint32_t ci;
-    uint32_t ci_told;       /* last consumer index written to the device */
-} BCq;
-
-typedef struct BQp {
-    uint32_t qpn;
-    uint64_t sq;
-    uint64_t rq;
-    uint32_t sq_pi;
-    uint32_t rq_pi;
-    uint8_t magic;
-} BQp;
-
 typedef struct Bench {
     ChppDev *d;
-    BCq cq[2];
-    BQp a;
-    BQp b;
+    ChppTCq cq[2];
+    uint32_t ci_told[2];    /* last consumer index written to the device */
+    ChppTQp a;
+    ChppTQp b;
     uint64_t src;       /* BUF_SIZE, key skey */
     uint64_t dst;       /* BUF_SIZE, key dkey */
     uint32_t skey;
@@ -105,11 +89,10 @@ static bool op_is_send(int op)
     return op == OP_SEND || op == OP_NAP;
 }
 
-/* ---- fixture (trimmed copy of chpp-hca-data-test.c) ---------------------- */
+/* ---- fixture ----------------------------------------------------------- */
 
-static void qp_init(Bench *b, BQp *q, uint32_t qpn)
+static void qp_init(Bench *b, ChppTQp *q, uint32_t qpn)
 {
-    uint32_t qsize = (1u << LOG_Q) << STRIDE;
     struct chpp_qp_context c = {
         .type = CHPP_QPT_RC,
         .port = 1,
@@ -120,20 +103,16 @@ static void qp_init(Bench *b, BQp *q, uint32_t qpn)
         .log_sq_stride = STRIDE,
         .log_rq_size = LOG_Q,
         .log_rq_stride = STRIDE,
-        .sq_log_page_size = 12,
-        .rq_log_page_size = 12,
         .uar = cpu_to_le16(UAR),
         .access_flags = cpu_to_le32(ACCESS_ALL),
         .magic = q->magic,
     };
 
-    q->qpn = qpn;
-    q->sq = guest_alloc(&b->d->qs->alloc, MAX(qsize, 4096));
-    q->rq = guest_alloc(&b->d->qs->alloc, MAX(qsize, 4096));
-    qtest_memset(b->d->qts, q->sq, 0, qsize);
-    qtest_memset(b->d->qts, q->rq, 0, qsize);
-    c.sq_mtt_base = cpu_to_le32(chpp_map_pages(b->d, q->sq, qsize));
-    c.rq_mtt_base = cpu_to_le32(chpp_map_pages(b->d, q->rq, qsize));
+    *q = (ChppTQp) {
+        .qpn = qpn, .type = CHPP_QPT_RC, .log_sq = LOG_Q, .log_rq = LOG_Q,
+        .stride = STRIDE, .magic = q->magic, .uar = UAR,
+    };
+    chpp_qp_alloc_rings(b->d, &c, &q->sq, &q->rq);
     g_assert_cmphex(chpp_modify_qp(b->d, CHPP_CMD_RST2INIT_QP, qpn,
                                    CHPP_QP_ATTR_PKEY_INDEX |
                                    CHPP_QP_ATTR_PORT |
@@ -145,7 +124,7 @@ static void qp_init(Bench *b, BQp *q, uint32_t qpn)
  * INIT -> RTR -> RTS towards @peer (loopback).  Unlike the data test, the
  * initiator depth is the device maximum so GETs can fill the window too.
  */
-static void qp_connect(Bench *b, BQp *q, const BQp *peer)
+static void qp_connect(Bench *b, ChppTQp *q, const ChppTQp *peer)
 {
     struct chpp_qp_context c = {
         .path_mtu = 5,
@@ -191,14 +170,15 @@ static void bench_setup(Bench *b)
                                 ~(1ull << CHPP_EVENT_CMD), false), ==,
                     CHPP_STAT_OK);
     for (uint32_t i = 0; i < 2; i++) {
-        b->cq[i] = (BCq) {
+        b->cq[i] = (ChppTCq) {
             .cqn = i,
             .nent = CQ_SIZE,
             .ring = chpp_create_cq(b->d, i, CQ_SIZE, 0, UAR),
+            .uar = UAR,
         };
     }
-    b->a = (BQp) { .magic = 0xa1 };
-    b->b = (BQp) { .magic = 0xb2 };
+    b->a = (ChppTQp) { .magic = 0xa1 };
+    b->b = (ChppTQp) { .magic = 0xb2 };
     qp_init(b, &b->a, 0);
     qp_init(b, &b->b, 1);
     qp_connect(b, &b->a, &b->b);
@@ -214,62 +194,28 @@ static void bench_setup(Bench *b)
 
 /* ---- work requests --------------------------------------------------------- */
 
-/* The 64-byte send WQE of operation @op, @size bytes, index @i. */
-static void wqe_build(Bench *b, uint8_t *w, int op, uint32_t size,
-                      uint64_t wr_id, bool signaled)
+/* The send WQE of operation @op, @size bytes. */
+static ChppWqeBuf *wqe_build(Bench *b, int op, uint32_t size, uint64_t wr_id,
+                             bool signaled)
 {
-    uint32_t pos = 16;
-    uint64_t laddr = op == OP_GET ? b->dst : b->src;
-    uint32_t lkey = op == OP_GET ? b->dkey : b->skey;
+    ChppWqeBuf *w = chpp_wqe_new(op_wqe[op], signaled ? CHPP_WQE_SIGNALED : 0,
+                                 wr_id, 0);
 
-    memset(w, 0, 1u << STRIDE);
-    w[0] = op_wqe[op];
-    w[1] = signaled ? CHPP_WQE_SIGNALED : 0;
-    w[2] = 1;                                   /* num_sge */
-    stq_le_p(w + 8, wr_id);
     if (op == OP_PUT || op == OP_GET) {
-        stq_le_p(w + pos, op == OP_GET ? b->src : b->dst);
-        stl_le_p(w + pos + 8, op == OP_GET ? b->skey : b->dkey);
-        pos += 16;
+        chpp_wqe_raddr(w, op == OP_GET ? b->src : b->dst,
+                       op == OP_GET ? b->skey : b->dkey);
     }
-    stl_le_p(w + pos, size);
-    stl_le_p(w + pos + 4, lkey);
-    stq_le_p(w + pos + 8, laddr);
-}
-
-/* Write @n WQEs from @buf at the ring's producer index (wrapping). */
-static void ring_write(Bench *b, uint64_t ring, uint32_t pi,
-                       const uint8_t *buf, uint32_t n)
-{
-    uint32_t nent = 1u << LOG_Q;
-    uint32_t slot = pi % nent;
-    uint32_t first = MIN(n, nent - slot);
-
-    qtest_bufwrite(b->d->qts, ring + ((uint64_t)slot << STRIDE), buf,
-                   first << STRIDE);
-    if (n > first) {
-        qtest_bufwrite(b->d->qts, ring, buf + (first << STRIDE),
-                       (n - first) << STRIDE);
-    }
+    chpp_wqe_sge(w, op == OP_GET ? b->dst : b->src, size,
+                 op == OP_GET ? b->dkey : b->skey);
+    return w;
 }
 
 /* Post @n receives of @size bytes into dst on QP b; ring its doorbell. */
 static void post_recvs(Bench *b, uint32_t n, uint32_t size)
 {
-    g_autofree uint8_t *buf = g_malloc0(n << STRIDE);
+    ChppTSge sge = { b->dst, size, b->dkey };
 
-    for (uint32_t i = 0; i < n; i++) {
-        uint8_t *w = buf + (i << STRIDE);
-
-        stq_le_p(w, b->b.rq_pi + i);
-        stl_le_p(w + 8, 1);
-        stl_le_p(w + 16, size);
-        stl_le_p(w + 20, b->dkey);
-        stq_le_p(w + 24, b->dst);
-    }
-    ring_write(b, b->b.rq, b->b.rq_pi, buf, n);
-    b->b.rq_pi = (b->b.rq_pi + n) & 0xffff;
-    chpp_rq_db(b->d, UAR, b->b.qpn, b->b.rq_pi);
+    chpp_post_recvs(b->d, &b->b, b->b.rq_pi, &sge, 1, n);
 }
 
 /*
@@ -279,7 +225,7 @@ static void post_recvs(Bench *b, uint32_t n, uint32_t size)
 static void post_sends(Bench *b, int op, uint32_t size, uint32_t first,
                        uint32_t n, uint32_t total, uint32_t sig_every)
 {
-    g_autofree uint8_t *buf = g_malloc0(n << STRIDE);
+    g_autofree ChppWqeBuf **w = g_new(ChppWqeBuf *, n);
 
     if (op_is_send(op)) {
         post_recvs(b, n, size);
@@ -288,22 +234,12 @@ static void post_sends(Bench *b, int op, uint32_t size, uint32_t first,
         uint32_t idx = first + i;
         bool sig = (idx + 1) % sig_every == 0 || idx + 1 == total;
 
-        wqe_build(b, buf + (i << STRIDE), op, size, idx, sig);
+        w[i] = wqe_build(b, op, size, idx, sig);
     }
-    ring_write(b, b->a.sq, b->a.sq_pi, buf, n);
-    b->a.sq_pi = (b->a.sq_pi + n) & 0xffff;
-    chpp_sq_db(b->d, UAR, b->a.qpn, b->a.sq_pi);
+    chpp_post_sends(b->d, &b->a, w, n, true);
 }
 
 /* ---- completions --------------------------------------------------------- */
-
-static bool cqe_valid(Bench *b, BCq *cq, struct chpp_cqe *cqe)
-{
-    bool want = !((cq->ci / cq->nent) & 1);
-
-    chpp_read_cqe(b->d, cq->ring, cq->ci % cq->nent, cqe);
-    return !!(cqe->owner & CHPP_CQE_OWNER) == want;
-}
 
 /*
  * Spin (one qtest round trip per poll) until the next CQE of @cq is valid.
@@ -312,11 +248,11 @@ static bool cqe_valid(Bench *b, BCq *cq, struct chpp_cqe *cqe)
  * clock stepped (device timers: RNR, retransmit), and that is counted.
  * Returns the number of polls.
  */
-static uint32_t cq_wait(Bench *b, BCq *cq, struct chpp_cqe *cqe)
+static uint32_t cq_wait(Bench *b, ChppTCq *cq, struct chpp_cqe *cqe)
 {
     uint32_t polls = 0, steps = 0;
 
-    while (!cqe_valid(b, cq, cqe)) {
+    while (!chpp_cqe_valid(b->d, cq, cqe)) {
         if (++polls % BENCH_SPIN_POLLS == 0) {
             if (++steps > BENCH_MAX_STEPS) {
                 g_error("no CQE on CQ %u at ci %u", cq->cqn, cq->ci);
@@ -339,60 +275,15 @@ static uint32_t cq_wait(Bench *b, BCq *cq, struct chpp_cqe *cqe)
  * one qtest round trip saved per CQE.
  */
 #define CQ_TELL 64
-static void cq_consume(Bench *b, BCq *cq, uint32_t n, bool flush)
+static void cq_consume(Bench *b, ChppTCq *cq, uint32_t n, bool flush)
 {
+    uint32_t *told = &b->ci_told[cq->cqn];
+
     cq->ci += n;
-    if (cq->ci - cq->ci_told >= CQ_TELL || (flush && cq->ci != cq->ci_told)) {
+    if (cq->ci - *told >= CQ_TELL || (flush && cq->ci != *told)) {
         chpp_cq_db(b->d, UAR, cq->cqn, CHPP_CQ_DB_SET_CI, cq->ci);
-        cq->ci_told = cq->ci;
+        *told = cq->ci;
     }
-}
-
-/* ---- CPU time ------------------------------------------------------------ */
-
-/* The QEMU child of this process (libqtest execs it through "sh -c exec"). */
-static int find_qemu_pid(void)
-{
-    g_autoptr(GDir) dir = g_dir_open("/proc", 0, NULL);
-    const char *name;
-
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *path = g_strdup_printf("/proc/%s/stat", name);
-        g_autofree char *stat = NULL;
-        char *p;
-        int ppid;
-
-        if (!g_ascii_isdigit(name[0]) ||
-            !g_file_get_contents(path, &stat, NULL, NULL)) {
-            continue;
-        }
-        p = strrchr(stat, ')');
-        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == getpid() &&
-            strstr(stat, "(qemu-system")) {
-            return atoi(name);
-        }
-    }
-    return 0;
-}
-
-/* CPU time (ns) of all threads of @pid (0: this process), from schedstat. */
-static uint64_t cpu_ns(int pid)
-{
-    g_autofree char *tdir = pid ? g_strdup_printf("/proc/%d/task", pid)
-                                : g_strdup("/proc/self/task");
-    g_autoptr(GDir) dir = g_dir_open(tdir, 0, NULL);
-    const char *name;
-    uint64_t sum = 0;
-
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *path = g_strdup_printf("%s/%s/schedstat", tdir, name);
-        g_autofree char *txt = NULL;
-
-        if (g_file_get_contents(path, &txt, NULL, NULL)) {
-            sum += g_ascii_strtoull(txt, NULL, 10);
-        }
-    }
-    return sum;
 }
 
 /* ---- measurements ---------------------------------------------------------- */
@@ -422,13 +313,13 @@ static Tput run_tput(Bench *b, int op, uint32_t size)
 {
     uint32_t total = tput_ops(b, size);
     uint32_t posted = 0, done = 0, cqes = 0, polls = 0;
-    BCq *scq = &b->cq[SCQ], *rcq = &b->cq[RCQ];
+    ChppTCq *scq = &b->cq[SCQ], *rcq = &b->cq[RCQ];
     int64_t t0, t1;
     uint64_t q0, q1, c0, c1;
     Tput r = { .ops = total };
 
-    q0 = cpu_ns(b->qemu_pid);
-    c0 = cpu_ns(0);
+    q0 = chpp_cpu_ns(b->qemu_pid);
+    c0 = chpp_cpu_ns(0);
     t0 = now_us();
     while (done < total) {
         uint32_t n = MIN(BENCH_WINDOW - (posted - done), total - posted);
@@ -452,8 +343,8 @@ static Tput run_tput(Bench *b, int op, uint32_t size)
         cqes++;
     }
     t1 = now_us();
-    q1 = cpu_ns(b->qemu_pid);
-    c1 = cpu_ns(0);
+    q1 = chpp_cpu_ns(b->qemu_pid);
+    c1 = chpp_cpu_ns(0);
     r.qemu_cpu_us = b->qemu_pid ? (q1 - q0) / 1e3 / total : 0;
     r.bench_cpu_us = (c1 - c0) / 1e3 / total;
     r.secs = (t1 - t0) / 1e6;
@@ -461,13 +352,6 @@ static Tput run_tput(Bench *b, int op, uint32_t size)
     r.kops = total / r.secs / 1e3;
     r.polls_per_cqe = (double)polls / cqes;
     return r;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return x < y ? -1 : x > y;
 }
 
 typedef struct Lat {
@@ -479,12 +363,10 @@ typedef struct Lat {
 
 static Lat lat_stats(int64_t *v, uint32_t n, uint64_t polls)
 {
-    qsort(v, n, sizeof(*v), cmp_i64);
-    return (Lat) {
-        .med_us = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        .p99_us = v[MIN(n - 1, (uint32_t)((n * 99 + 99) / 100) - 1)],
-        .polls = (double)polls / n,
-    };
+    Lat r = { .polls = (double)polls / n };
+
+    chpp_med_p99(v, n, &r.med_us, &r.p99_us);
+    return r;
 }
 
 /* N single signaled operations: doorbell write -> CQE read valid. */
@@ -493,9 +375,8 @@ static Lat run_lat(Bench *b, int op, uint32_t size)
     uint32_t n = b->quick ? 50 : BENCH_LAT_N;
     g_autofree int64_t *v = g_new(int64_t, n);
     g_autofree int64_t *fl = g_new(int64_t, n);
-    BCq *scq = &b->cq[SCQ], *rcq = &b->cq[RCQ];
+    ChppTCq *scq = &b->cq[SCQ], *rcq = &b->cq[RCQ];
     uint64_t polls = 0;
-    uint8_t w[1u << STRIDE];
     Lat r;
 
     for (uint32_t i = 0; i < n; i++) {
@@ -511,9 +392,7 @@ static Lat run_lat(Bench *b, int op, uint32_t size)
         if (op_is_send(op)) {
             post_recvs(b, 1, size);
         }
-        wqe_build(b, w, op, size, i, true);
-        ring_write(b, b->a.sq, b->a.sq_pi, w, 1);
-        b->a.sq_pi = (b->a.sq_pi + 1) & 0xffff;
+        chpp_post_send(b->d, &b->a, wqe_build(b, op, size, i, true), false);
         t0 = now_us();
         chpp_sq_db(b->d, UAR, b->a.qpn, b->a.sq_pi);
         polls += cq_wait(b, scq, &cqe);
@@ -630,22 +509,6 @@ static double run_bufwrite(Bench *b, uint32_t size)
 
 /* ---- report ------------------------------------------------------------- */
 
-static const char *size_str(uint32_t size)
-{
-    static char s[NSIZES][16];
-    static int k;
-    char *p = s[k++ % NSIZES];
-
-    if (size >= (1u << 20) && !(size % (1u << 20))) {
-        snprintf(p, 16, "%u MiB", size >> 20);
-    } else if (size >= 1024 && !(size % 1024)) {
-        snprintf(p, 16, "%u KiB", size >> 10);
-    } else {
-        snprintf(p, 16, "%u B", size);
-    }
-    return p;
-}
-
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--quick] [--op PUT|GET|SEND|NAP]... "
@@ -709,7 +572,7 @@ int main(int argc, char **argv)
     gethostname(host, sizeof(host) - 1);
 
     bench_setup(&b);
-    b.qemu_pid = find_qemu_pid();
+    b.qemu_pid = chpp_find_qemu_pid(0);
 
     /* Baselines first: round trips, memcpy, bufwrite. */
     regrd = run_reg_read(&b);
@@ -749,7 +612,7 @@ int main(int argc, char **argv)
     printf("Baseline in the benchmark process\n");
     printf("  %-8s %12s %14s\n", "size", "memcpy MB/s", "bufwrite MB/s");
     for (s = 0; s < NSIZES; s++) {
-        printf("  %-8s %12.0f %14.1f\n", size_str(sizes[s]), memcpy_mbps[s],
+        printf("  %-8s %12.0f %14.1f\n", chpp_size_str(sizes[s]), memcpy_mbps[s],
                bufwrite_mbps[s]);
     }
     if (tput) {
@@ -767,7 +630,7 @@ int main(int argc, char **argv)
                     continue;
                 }
                 printf("  %-5s %-8s %6u %8.3f %10.1f %9.2f %12.0f %10.5f "
-                       "%8.1f %8.1f %8.1f\n", op_name[op], size_str(sizes[s]),
+                       "%8.1f %8.1f %8.1f\n", op_name[op], chpp_size_str(sizes[s]),
                        r->ops, r->secs, r->mbps, r->kops, memcpy_mbps[s],
                        r->mbps / memcpy_mbps[s], 1e3 / r->kops,
                        r->qemu_cpu_us, r->bench_cpu_us);
@@ -789,7 +652,7 @@ int main(int argc, char **argv)
                     continue;
                 }
                 printf("  %-5s %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f\n",
-                       op_name[op], size_str(sizes[s]), r->med_us, r->p99_us,
+                       op_name[op], chpp_size_str(sizes[s]), r->med_us, r->p99_us,
                        r->floor_us, r->med_us - r->floor_us,
                        r->p99_us - r->floor_us, r->polls);
             }

@@ -19,18 +19,8 @@
 #define RCQ     1
 #define MR_ALL  (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
                  CHPP_MPT_REMOTE_WRITE | CHPP_MPT_REMOTE_ATOMIC)
-#define ACCESS_ALL (CHPP_ACCESS_REMOTE_WRITE | CHPP_ACCESS_REMOTE_READ | \
-                    CHPP_ACCESS_REMOTE_ATOMIC)
 
-typedef struct Node {
-    ChppDev *d;
-    uint16_t id;
-    uint64_t eq;
-    uint32_t eq_ci;
-    ChppTCq cq[2];
-    ChppTQp qp;
-    uint32_t next_mr;
-} Node;
+typedef ChppNode Node;
 
 static char *tmpdir;
 
@@ -41,27 +31,7 @@ static char *sock_path(const char *name)
 
 static void node_start(Node *n, uint16_t id, const char *chardev)
 {
-    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk", id);
-    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
-                                             chardev);
-    unsigned i;
-
-    memset(n, 0, sizeof(*n));
-    n->id = id;
-    n->d = chpp_start(props, extra);
-    chpp_init_hca(n->d);
-    n->eq = chpp_create_eq(n->d, 0, 256, 0, false);
-    g_assert_cmphex(chpp_map_eq(n->d, 0, CHPP_EVENT_MAPPABLE_MASK &
-                                ~(1ull << CHPP_EVENT_CMD), false), ==,
-                    CHPP_STAT_OK);
-    for (i = 0; i < 2; i++) {
-        n->cq[i] = (ChppTCq) {
-            .cqn = i, .nent = 256, .uar = UAR,
-            .ring = chpp_create_cq(n->d, i, 256, 0, UAR),
-        };
-    }
-    g_assert_cmphex(chpp_cmd(n->d, CHPP_CMD_INIT_PORT, 0, 1, 0), ==,
-                    CHPP_STAT_OK);
+    chpp_node_start(n, id, chardev);
 }
 
 /* Server first, then a client that keeps reconnecting. */
@@ -76,82 +46,20 @@ static void pair_start(Node *a, Node *b, const char *name)
     node_start(b, 2, cli);
 }
 
-static bool link_up(Node *n)
-{
-    return chpp_rd(n->d, CHPP_REG_LINK) & CHPP_LINK_UP;
-}
-
-/* The link runs in real time: poll with a deadline. */
 static void wait_link(Node *a, Node *b, bool up)
 {
-    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-
-    while (link_up(a) != up || (b && link_up(b) != up)) {
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(2000);
-    }
+    chpp_node_wait_link(a, b, up);
 }
 
 static void node_qp(Node *n, uint32_t qpn, uint8_t magic)
 {
-    ChppTQp *q = &n->qp;
-    uint32_t size = (1u << 6) << 9;
-    struct chpp_qp_context c = {
-        .type = CHPP_QPT_RC, .port = 1,
-        .pd = cpu_to_le32(PD),
-        .send_cqn = cpu_to_le32(SCQ), .recv_cqn = cpu_to_le32(RCQ),
-        .log_sq_size = 6, .log_sq_stride = 9,
-        .log_rq_size = 6, .log_rq_stride = 9,
-        .sq_log_page_size = 12, .rq_log_page_size = 12,
-        .uar = cpu_to_le16(UAR),
-        .access_flags = cpu_to_le32(ACCESS_ALL),
-        .magic = magic,
-    };
-
-    *q = (ChppTQp) {
-        .qpn = qpn, .type = CHPP_QPT_RC, .log_sq = 6, .log_rq = 6,
-        .stride = 9, .magic = magic, .uar = UAR,
-        .sq = guest_alloc(&n->d->qs->alloc, size),
-        .rq = guest_alloc(&n->d->qs->alloc, size),
-    };
-    c.sq_mtt_base = cpu_to_le32(chpp_map_pages(n->d, q->sq, size));
-    c.rq_mtt_base = cpu_to_le32(chpp_map_pages(n->d, q->rq, size));
-    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
-                                   CHPP_QP_ATTR_PKEY_INDEX |
-                                   CHPP_QP_ATTR_PORT |
-                                   CHPP_QP_ATTR_ACCESS_FLAGS, &c), ==,
-                    CHPP_STAT_OK);
+    chpp_node_qp(n, qpn, magic, 6, 9);
 }
 
 static void node_connect(Node *n, const Node *peer, uint8_t timeout,
                          uint8_t retry)
 {
-    struct chpp_qp_context c = {
-        .path_mtu = 5,
-        .dest_node = cpu_to_le32(peer->id),
-        .dest_qpn = cpu_to_le32(peer->qp.qpn),
-        .dest_magic = peer->qp.magic,
-        .rq_psn = cpu_to_le32(0x500),
-        .sq_psn = cpu_to_le32(0x500),
-        .max_dest_rd_atomic = 16, .max_rd_atomic = 16,
-        .min_rnr_timer = 1, .timeout = timeout, .retry_cnt = retry,
-        .rnr_retry = 7,
-    };
-
-    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_INIT2RTR_QP, n->qp.qpn,
-                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                                   CHPP_QP_ATTR_DEST_QPN |
-                                   CHPP_QP_ATTR_RQ_PSN |
-                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RTR2RTS_QP, n->qp.qpn,
-                                   CHPP_QP_ATTR_SQ_PSN |
-                                   CHPP_QP_ATTR_TIMEOUT |
-                                   CHPP_QP_ATTR_RETRY_CNT |
-                                   CHPP_QP_ATTR_RNR_RETRY |
-                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
-                    CHPP_STAT_OK);
+    chpp_node_connect(n, peer, timeout, retry);
 }
 
 /* Two nodes with QP @qpn connected to each other. */
@@ -472,8 +380,8 @@ static void test_same_node_refused(void)
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(2000);
     }
-    g_assert_false(link_up(&a));
-    g_assert_false(link_up(&b));
+    g_assert_false(chpp_node_link_up(&a));
+    g_assert_false(chpp_node_link_up(&b));
     pair_stop(&a, &b);
 }
 
@@ -689,7 +597,7 @@ static void test_hostile_peer(void)
     g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
                      CHPP_LINK_REFUSE);
     g_assert_cmpuint(ldl_le_p(buf), ==, CHPP_LINK_REFUSE_SAME_NODE);
-    g_assert_false(link_up(&n));
+    g_assert_false(chpp_node_link_up(&n));
     g_assert_cmpuint(chpp_counter(n.d, CHPP_CNT_LINK_REFUSED), ==, 2);
     g_assert_cmphex(chpp_rd(n.d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
     peer_close(&p);

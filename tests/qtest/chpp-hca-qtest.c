@@ -512,40 +512,74 @@ void chpp_wqe_inline(ChppWqeBuf *w, const void *data, uint32_t len)
     w->pos += sizeof(struct chpp_wqe_inline) + ROUND_UP(len, 16);
 }
 
-void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring)
+/* Write @n WQEs of 2^@stride bytes from @buf at @pi of a 2^@log ring. */
+static void chpp_ring_write(ChppDev *d, uint64_t ring, uint8_t log,
+                            uint8_t stride, uint32_t pi, const uint8_t *buf,
+                            uint32_t n)
 {
-    uint32_t slot = q->sq_pi & ((1u << q->log_sq) - 1);
+    uint32_t nent = 1u << log;
+    uint32_t slot = pi & (nent - 1);
+    uint32_t first = MIN(n, nent - slot);
 
-    qtest_memwrite(d->qts, q->sq + ((uint64_t)slot << q->stride), w->buf,
-                   1u << q->stride);
-    q->sq_pi = (q->sq_pi + 1) & CHPP_UAR_DB_PI_MASK;
+    qtest_bufwrite(d->qts, ring + ((uint64_t)slot << stride), buf,
+                   first << stride);
+    if (n > first) {
+        qtest_bufwrite(d->qts, ring, buf + (first << stride),
+                       (n - first) << stride);
+    }
+}
+
+void chpp_post_sends(ChppDev *d, ChppTQp *q, ChppWqeBuf **w, uint32_t n,
+                     bool ring)
+{
+    g_autofree uint8_t *buf = g_malloc((size_t)n << q->stride);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        memcpy(buf + ((size_t)i << q->stride), w[i]->buf, 1u << q->stride);
+        g_free(w[i]);
+    }
+    chpp_ring_write(d, q->sq, q->log_sq, q->stride, q->sq_pi, buf, n);
+    q->sq_pi = (q->sq_pi + n) & CHPP_UAR_DB_PI_MASK;
     if (ring) {
         chpp_sq_db(d, q->uar, q->qpn, q->sq_pi);
     }
-    g_free(w);
+}
+
+void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring)
+{
+    chpp_post_sends(d, q, &w, 1, ring);
+}
+
+void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
+                     const ChppTSge *sge, uint32_t nsge, uint32_t count)
+{
+    g_autofree uint8_t *buf = g_malloc0((size_t)count << q->stride);
+    uint32_t i, j;
+
+    for (j = 0; j < count; j++) {
+        uint8_t *w = buf + ((size_t)j << q->stride);
+
+        stq_le_p(w, wr_id + j);
+        stl_le_p(w + 8, nsge);
+        for (i = 0; i < nsge; i++) {
+            uint8_t *p = w + sizeof(struct chpp_rwqe_hdr) +
+                         i * sizeof(struct chpp_wqe_sge);
+
+            stl_le_p(p, sge[i].len);
+            stl_le_p(p + 4, sge[i].key);
+            stq_le_p(p + 8, sge[i].addr);
+        }
+    }
+    chpp_ring_write(d, q->rq, q->log_rq, q->stride, q->rq_pi, buf, count);
+    q->rq_pi = (q->rq_pi + count) & CHPP_UAR_DB_PI_MASK;
+    chpp_rq_db(d, q->uar, q->qpn, q->rq_pi);
 }
 
 void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,
                          const ChppTSge *sge, uint32_t n)
 {
-    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT] = {};
-    uint32_t slot = q->rq_pi & ((1u << q->log_rq) - 1);
-    uint32_t i;
-
-    stq_le_p(buf, wr_id);
-    stl_le_p(buf + 8, n);
-    for (i = 0; i < n; i++) {
-        uint8_t *p = buf + sizeof(struct chpp_rwqe_hdr) +
-                     i * sizeof(struct chpp_wqe_sge);
-
-        stl_le_p(p, sge[i].len);
-        stl_le_p(p + 4, sge[i].key);
-        stq_le_p(p + 8, sge[i].addr);
-    }
-    qtest_memwrite(d->qts, q->rq + ((uint64_t)slot << q->stride), buf,
-                   1u << q->stride);
-    q->rq_pi = (q->rq_pi + 1) & CHPP_UAR_DB_PI_MASK;
-    chpp_rq_db(d, q->uar, q->qpn, q->rq_pi);
+    chpp_post_recvs(d, q, wr_id, sge, n, 1);
 }
 
 bool chpp_cqe_valid(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe)
@@ -599,4 +633,181 @@ void chpp_check(ChppDev *d, uint64_t addr, size_t len, uint8_t seed)
                     i, len, addr, data[i], chpp_pattern(i, seed));
         }
     }
+}
+
+/* ---- two nodes joined by a link ---------------------------------------- */
+
+void chpp_node_start(ChppNode *n, uint16_t id, const char *chardev)
+{
+    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk", id);
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             chardev);
+    unsigned i;
+
+    memset(n, 0, sizeof(*n));
+    n->id = id;
+    n->d = chpp_start(props, extra);
+    chpp_init_hca(n->d);
+    n->eq = chpp_create_eq(n->d, 0, 256, 0, false);
+    g_assert_cmphex(chpp_map_eq(n->d, 0, CHPP_EVENT_MAPPABLE_MASK &
+                                ~(1ull << CHPP_EVENT_CMD), false), ==,
+                    CHPP_STAT_OK);
+    for (i = 0; i < 2; i++) {
+        n->cq[i] = (ChppTCq) {
+            .cqn = i, .nent = 256, .uar = CHPP_NODE_UAR,
+            .ring = chpp_create_cq(n->d, i, 256, 0, CHPP_NODE_UAR),
+        };
+    }
+    g_assert_cmphex(chpp_cmd(n->d, CHPP_CMD_INIT_PORT, 0, 1, 0), ==,
+                    CHPP_STAT_OK);
+}
+
+bool chpp_node_link_up(ChppNode *n)
+{
+    return chpp_rd(n->d, CHPP_REG_LINK) & CHPP_LINK_UP;
+}
+
+void chpp_node_wait_link(ChppNode *a, ChppNode *b, bool up)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (chpp_node_link_up(a) != up || (b && chpp_node_link_up(b) != up)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+}
+
+void chpp_node_qp(ChppNode *n, uint32_t qpn, uint8_t magic, uint8_t log_q,
+                  uint8_t stride)
+{
+    ChppTQp *q = &n->qp;
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_RC, .port = 1,
+        .pd = cpu_to_le32(CHPP_NODE_PD),
+        .send_cqn = cpu_to_le32(0), .recv_cqn = cpu_to_le32(1),
+        .log_sq_size = log_q, .log_sq_stride = stride,
+        .log_rq_size = log_q, .log_rq_stride = stride,
+        .uar = cpu_to_le16(CHPP_NODE_UAR),
+        .access_flags = cpu_to_le32(CHPP_ACCESS_REMOTE_WRITE |
+                                    CHPP_ACCESS_REMOTE_READ |
+                                    CHPP_ACCESS_REMOTE_ATOMIC),
+        .magic = magic,
+    };
+
+    *q = (ChppTQp) {
+        .qpn = qpn, .type = CHPP_QPT_RC, .log_sq = log_q, .log_rq = log_q,
+        .stride = stride, .magic = magic, .uar = CHPP_NODE_UAR,
+    };
+    chpp_qp_alloc_rings(n->d, &c, &q->sq, &q->rq);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT |
+                                   CHPP_QP_ATTR_ACCESS_FLAGS, &c), ==,
+                    CHPP_STAT_OK);
+}
+
+void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
+                       uint8_t retry)
+{
+    struct chpp_qp_context c = {
+        .path_mtu = 5,
+        .dest_node = cpu_to_le32(peer->id),
+        .dest_qpn = cpu_to_le32(peer->qp.qpn),
+        .dest_magic = peer->qp.magic,
+        .rq_psn = cpu_to_le32(0x500),
+        .sq_psn = cpu_to_le32(0x500),
+        .max_dest_rd_atomic = 16, .max_rd_atomic = 16,
+        .min_rnr_timer = 1, .timeout = timeout, .retry_cnt = retry,
+        .rnr_retry = 7,
+    };
+
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_INIT2RTR_QP, n->qp.qpn,
+                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
+                                   CHPP_QP_ATTR_DEST_QPN |
+                                   CHPP_QP_ATTR_RQ_PSN |
+                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RTR2RTS_QP, n->qp.qpn,
+                                   CHPP_QP_ATTR_SQ_PSN |
+                                   CHPP_QP_ATTR_TIMEOUT |
+                                   CHPP_QP_ATTR_RETRY_CNT |
+                                   CHPP_QP_ATTR_RNR_RETRY |
+                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
+                    CHPP_STAT_OK);
+}
+
+/* ---- benchmark helpers --------------------------------------------------- */
+
+int chpp_find_qemu_pid(int except)
+{
+    g_autoptr(GDir) dir = g_dir_open("/proc", 0, NULL);
+    const char *name;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_strdup_printf("/proc/%s/stat", name);
+        g_autofree char *stat = NULL;
+        char *p;
+        int ppid;
+
+        if (!g_ascii_isdigit(name[0]) || atoi(name) == except ||
+            !g_file_get_contents(path, &stat, NULL, NULL)) {
+            continue;
+        }
+        p = strrchr(stat, ')');
+        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == getpid() &&
+            strstr(stat, "(qemu-system")) {
+            return atoi(name);
+        }
+    }
+    return 0;
+}
+
+uint64_t chpp_cpu_ns(int pid)
+{
+    g_autofree char *tdir = pid ? g_strdup_printf("/proc/%d/task", pid)
+                                : g_strdup("/proc/self/task");
+    g_autoptr(GDir) dir = g_dir_open(tdir, 0, NULL);
+    const char *name;
+    uint64_t sum = 0;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_strdup_printf("%s/%s/schedstat", tdir, name);
+        g_autofree char *txt = NULL;
+
+        if (g_file_get_contents(path, &txt, NULL, NULL)) {
+            sum += g_ascii_strtoull(txt, NULL, 10);
+        }
+    }
+    return sum;
+}
+
+static int chpp_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+void chpp_med_p99(int64_t *v, uint32_t n, double *med, double *p99)
+{
+    qsort(v, n, sizeof(*v), chpp_cmp_i64);
+    *med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    *p99 = v[MIN(n - 1, (uint32_t)((n * 99 + 99) / 100) - 1)];
+}
+
+const char *chpp_size_str(uint32_t size)
+{
+    static char s[8][16];
+    static int k;
+    char *p = s[k++ % 8];
+
+    if (size >= (1u << 20) && !(size % (1u << 20))) {
+        snprintf(p, 16, "%u MiB", size >> 20);
+    } else if (size >= 1024 && !(size % 1024)) {
+        snprintf(p, 16, "%u KiB", size >> 10);
+    } else {
+        snprintf(p, 16, "%u B", size);
+    }
+    return p;
 }

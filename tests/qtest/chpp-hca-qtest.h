@@ -134,6 +134,13 @@ void chpp_wqe_sge(ChppWqeBuf *w, uint64_t addr, uint32_t len, uint32_t lkey);
 void chpp_wqe_inline(ChppWqeBuf *w, const void *data, uint32_t len);
 /* Write @w (freed) at the SQ producer index; ring the doorbell if @ring. */
 void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring);
+/* The same for @n WQEs (all freed) in one or two writes, one doorbell. */
+void chpp_post_sends(ChppDev *d, ChppTQp *q, ChppWqeBuf **w, uint32_t n,
+                     bool ring);
+/* @count receives with wr_id @wr_id, @wr_id + 1, ..., each with the same
+ * @nsge SGEs, in one or two writes, and one RQ doorbell. */
+void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
+                     const ChppTSge *sge, uint32_t nsge, uint32_t count);
 void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,
                          const ChppTSge *sge, uint32_t n);
 bool chpp_cqe_valid(ChppDev *d, ChppTCq *cq, struct chpp_cqe *cqe);
@@ -168,5 +175,43 @@ void chpp_qp_alloc_rings(ChppDev *d, struct chpp_qp_context *ctx,
                          uint64_t *sq, uint64_t *rq);
 /* HW2SW_CQ. */
 uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn);
+
+/*
+ * Two nodes joined by a link (docs/link.md): one QEMU each, a device with
+ * node id @id on "-chardev socket,id=lnk,@chardev", an EQ, CQs 0 (send) and
+ * 1 (receive) of 256 entries on UAR CHPP_NODE_UAR, port 1 opened.
+ */
+#define CHPP_NODE_UAR   1
+#define CHPP_NODE_PD    2
+typedef struct ChppNode {
+    ChppDev *d;
+    uint16_t id;
+    uint64_t eq;
+    uint32_t eq_ci;
+    ChppTCq cq[2];
+    ChppTQp qp;
+    uint32_t next_mr;
+} ChppNode;
+
+void chpp_node_start(ChppNode *n, uint16_t id, const char *chardev);
+bool chpp_node_link_up(ChppNode *n);
+/* Wait (real time, bounded) until both links (@b may be NULL) are @up. */
+void chpp_node_wait_link(ChppNode *a, ChppNode *b, bool up);
+/* RC QP @qpn in INIT, 2^@log_q WQEs of 2^@stride bytes per ring. */
+void chpp_node_qp(ChppNode *n, uint32_t qpn, uint8_t magic, uint8_t log_q,
+                  uint8_t stride);
+/* INIT -> RTR -> RTS towards @peer's QP (MTU 4096, depth 16). */
+void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
+                       uint8_t retry);
+
+/* Benchmark helpers. */
+/* A QEMU child of this process (libqtest execs it), other than @except. */
+int chpp_find_qemu_pid(int except);
+/* CPU time (ns) of all threads of @pid (0: this process), from schedstat. */
+uint64_t chpp_cpu_ns(int pid);
+/* Sorts @v and returns its median and 99th percentile. */
+void chpp_med_p99(int64_t *v, uint32_t n, double *med, double *p99);
+/* "64 B", "4 KiB", "1 MiB" (a few static buffers in rotation). */
+const char *chpp_size_str(uint32_t size);
 
 #endif
