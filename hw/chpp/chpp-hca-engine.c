@@ -64,8 +64,11 @@ void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
     chpp_event_post(s, &eqe);
 }
 
+#define CHPP_FIFO_QPN(e)    ((e) & 0xffffu)
+#define CHPP_FIFO_PI(e)     ((e) >> 16)
+
 static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
-                              uint32_t val, uint32_t qpn)
+                              uint32_t val, uint32_t qpn, uint32_t pi)
 {
     if (s->db_count == CHPP_DB_FIFO_DEPTH) {
         struct chpp_eqe eqe = {
@@ -82,7 +85,8 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
         chpp_event_post(s, &eqe);
         return;
     }
-    s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] = qpn;
+    s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] =
+        qpn | pi << 16;
     s->db_count++;
     trace_chpp_hca_db_fifo_push(qpn, s->db_count);
     /* The PF's engine serves every function's FIFO (arbitration). */
@@ -143,7 +147,7 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
             return;
         }
     }
-    chpp_db_fifo_push(s, uar, offset, val, qpn);
+    chpp_db_fifo_push(s, uar, offset, val, qpn, qp->sq_pi);
 }
 
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
@@ -206,15 +210,25 @@ static bool chpp_engine_rx(ChppHcaState *s)
 static bool chpp_engine_serve_fifo(ChppHcaState *s)
 {
     ChppHcaState *f = s->func ? NULL : chpp_arb_pick(s);
-    uint32_t qpn;
+    uint32_t e, pi;
+    ChppQp *qp;
 
     if (!f) {
         return false;
     }
-    qpn = f->db_fifo[f->db_head];
+    e = f->db_fifo[f->db_head];
     f->db_head = (f->db_head + 1) % CHPP_DB_FIFO_DEPTH;
     f->db_count--;
-    chpp_req_run(f, &f->qps[qpn]);
+    qp = &f->qps[CHPP_FIFO_QPN(e)];
+    pi = CHPP_FIFO_PI(e);
+    /* The entry announces WQEs up to its PI (a stale one announces none). */
+    if (((pi - qp->eng.sq_comp) & CHPP_IDX_MASK) <=
+        ((qp->sq_pi - qp->eng.sq_comp) & CHPP_IDX_MASK) &&
+        ((pi - qp->eng.sq_comp) & CHPP_IDX_MASK) >
+        ((qp->eng.sq_limit - qp->eng.sq_comp) & CHPP_IDX_MASK)) {
+        qp->eng.sq_limit = pi;
+    }
+    chpp_req_run(f, qp);
     return true;
 }
 
@@ -502,8 +516,8 @@ bool chpp_engine_check_load(ChppHcaState *s)
         return false;
     }
     for (i = 0; i < s->db_count; i++) {
-        if (s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH] >=
-            s->params.num_qps) {
+        if (CHPP_FIFO_QPN(s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH])
+            >= s->params.num_qps) {
             return false;
         }
     }
@@ -560,6 +574,7 @@ const VMStateDescription vmstate_chpp_qp_engine = {
     .minimum_version_id = 1,
     .fields = (VMStateField[]) {
         VMSTATE_UINT32(sq_comp, ChppQpEngine),
+        VMSTATE_UINT32(sq_limit, ChppQpEngine),
         VMSTATE_STRUCT_ARRAY(inflight, ChppQpEngine, CHPP_MAX_INFLIGHT, 1,
                              vmstate_chpp_inflight, ChppInflight),
         VMSTATE_UINT32(infl_head, ChppQpEngine),

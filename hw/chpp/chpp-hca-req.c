@@ -464,7 +464,7 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
         return;
     }
     w = g_new(ChppWqe, 1);
-    while (qp->sq_ci != qp->sq_pi && qp->state == CHPP_QPS_RTS &&
+    while (qp->sq_ci != qp->eng.sq_limit && qp->state == CHPP_QPS_RTS &&
            !chpp_req_blocked(qp)) {
         uint8_t status = 0, verr = 0;
         uint32_t npkts, psn = qp->sq_psn;
@@ -574,4 +574,5 @@ void chpp_req_flush(ChppHcaState *s, ChppQp *qp)
         qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
     }
     qp->eng.sq_comp = qp->sq_ci;
+    qp->eng.sq_limit = qp->sq_ci;
 }

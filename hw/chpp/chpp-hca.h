@@ -127,6 +127,8 @@ enum chpp_qp_timer {
 typedef struct ChppQpEngine {
     /* requester (the next PSN to send is ChppQp.sq_psn) */
     uint32_t sq_comp;           /* next send WQE to complete */
+    uint32_t sq_limit;          /* WQEs up to here were announced by a
+                                 * doorbell the engine has served */
     ChppInflight inflight[CHPP_MAX_INFLIGHT];
     uint32_t infl_head;
     uint32_t infl_count;
@@ -245,7 +247,7 @@ struct ChppHcaState {
     ChppQp *qps;                /* num_qps */
 
     /* Doorbell FIFO and engine */
-    uint32_t db_fifo[CHPP_DB_FIFO_DEPTH];     /* QPNs */
+    uint32_t db_fifo[CHPP_DB_FIFO_DEPTH];     /* qpn | sq pi << 16 */
     uint32_t db_head;
     uint32_t db_count;
     QEMUBH *engine_bh;

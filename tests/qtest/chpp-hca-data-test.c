@@ -883,10 +883,14 @@ static void test_doorbell_fifo_overflow(void)
     g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_FIFO_OVERFLOW), ==, 1);
     g_assert(next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe));
     g_assert_cmpuint(eqe.subtype, ==, CHPP_DB_ERR_FIFO_OVERFLOW);
-    /* The lost doorbell's WQE is not lost: the producer index was kept. */
-    for (i = 0; i < CHPP_DB_FIFO_DEPTH + 1; i++) {
+    /* Each served entry starts the WQEs its doorbell announced... */
+    for (i = 0; i < CHPP_DB_FIFO_DEPTH; i++) {
         expect_cqe(f, SCQ, i, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
     }
+    /* ... so the lost doorbell's WQE waits, posted, for the next one. */
+    assert_no_cqe(f, SCQ);
+    chpp_sq_db(f->d, UAR, f->a.qpn, f->a.sq_pi);
+    expect_cqe(f, SCQ, CHPP_DB_FIFO_DEPTH, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
     fx_free(f);
 }
 

@@ -642,11 +642,18 @@ void chpp_node_start(ChppNode *n, uint16_t id, const char *chardev)
     g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk", id);
     g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
                                              chardev);
+
+    chpp_node_setup(n, chpp_start(props, extra), id, 0);
+}
+
+void chpp_node_setup(ChppNode *n, ChppDev *d, uint16_t id, uint8_t func)
+{
     unsigned i;
 
     memset(n, 0, sizeof(*n));
     n->id = id;
-    n->d = chpp_start(props, extra);
+    n->func = func;
+    n->d = d;
     chpp_init_hca(n->d);
     n->eq = chpp_create_eq(n->d, 0, 256, 0, false);
     g_assert_cmphex(chpp_map_eq(n->d, 0, CHPP_EVENT_MAPPABLE_MASK &
@@ -714,6 +721,7 @@ void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
         .dest_node = cpu_to_le32(peer->id),
         .dest_qpn = cpu_to_le32(peer->qp.qpn),
         .dest_magic = peer->qp.magic,
+        .dest_vf = peer->func,
         .rq_psn = cpu_to_le32(0x500),
         .sq_psn = cpu_to_le32(0x500),
         .max_dest_rd_atomic = 16, .max_rd_atomic = 16,

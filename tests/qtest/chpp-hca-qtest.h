@@ -186,6 +186,7 @@ uint8_t chpp_hw2sw_cq(ChppDev *d, uint32_t cqn);
 typedef struct ChppNode {
     ChppDev *d;
     uint16_t id;
+    uint8_t func;           /* 0 = PF, n = VF n */
     uint64_t eq;
     uint32_t eq_ci;
     ChppTCq cq[2];
@@ -194,6 +195,8 @@ typedef struct ChppNode {
 } ChppNode;
 
 void chpp_node_start(ChppNode *n, uint16_t id, const char *chardev);
+/* The same set-up (EQ, CQs, port) on function @func of a running device. */
+void chpp_node_setup(ChppNode *n, ChppDev *d, uint16_t id, uint8_t func);
 bool chpp_node_link_up(ChppNode *n);
 /* Wait (real time, bounded) until both links (@b may be NULL) are @up. */
 void chpp_node_wait_link(ChppNode *a, ChppNode *b, bool up);
