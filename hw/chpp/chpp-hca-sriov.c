@@ -180,7 +180,14 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
             return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "VF %u: a resource "
                                  "count is out of range", fn);
         }
-        if (pcie_sriov_num_vfs(PCI_DEVICE(s))) {
+        if (pcie_sriov_num_vfs(PCI_DEVICE(s)) &&
+            (f->num_qps != le32_to_cpu(r.num_qps) ||
+             f->num_cqs != le32_to_cpu(r.num_cqs) ||
+             f->num_eqs != le32_to_cpu(r.num_eqs) ||
+             f->num_mpts != le32_to_cpu(r.num_mpts) ||
+             f->num_pds != le32_to_cpu(r.num_pds) ||
+             f->num_mtts != le32_to_cpu(r.num_mtts) ||
+             f->msix_vectors != le32_to_cpu(r.msix_vectors))) {
             return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY, "VF resources "
                                  "change only while VFs are disabled");
         }

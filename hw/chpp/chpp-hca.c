@@ -9,6 +9,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
@@ -284,10 +285,25 @@ static int chpp_hca_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/* VFs are created by the guest at run time; the destination has none. */
+static int chpp_hca_pre_save(void *opaque)
+{
+    PCIDevice *pdev = PCI_DEVICE(opaque);
+
+    if (!pci_is_vf(pdev) && CHPP_HCA(pdev)->params.sriov_max_vfs &&
+        pcie_sriov_num_vfs(pdev)) {
+        error_report("chpp-hca: migration with SR-IOV VFs enabled is not "
+                     "supported; disable the VFs first");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
 static const VMStateDescription vmstate_chpp_hca = {
     .name = "chpp-hca",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_save = chpp_hca_pre_save,
     .post_load = chpp_hca_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, ChppHcaState),

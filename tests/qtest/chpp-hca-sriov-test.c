@@ -1,0 +1,534 @@
+/*
+ * chpp-hca SR-IOV tests: the capability (reached through q35's ECAM, as
+ * libqos config accessors stop at 256 bytes), enabling and disabling VFs,
+ * VF registers and commands, quotas, traffic between functions, isolation,
+ * VF FLR, and the doorbell FIFO arbitration shares.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "standard-headers/linux/pci_regs.h"
+#include "chpp-hca-qtest.h"
+
+#define ECAM_BASE   0xb0000000ull
+#define MCH_PCIEXBAR 0x60
+#define VF_BAR0     0xd0000000ull
+#define VF_BAR2     0xd0100000ull
+#define SRIOV       CHPP_PCI_EXT_CAP_SRIOV
+
+typedef struct Pf {
+    ChppDev *d;
+    ChppDev *vf[CHPP_MAX_VFS + 1];
+} Pf;
+
+static uint64_t ecam(int devfn, int off)
+{
+    return ECAM_BASE | (uint64_t)devfn << 12 | off;
+}
+
+static uint32_t cfg_rd(Pf *p, int fn, int off)
+{
+    return qtest_readl(p->d->qts, ecam(CHPP_TEST_DEVFN + fn, off));
+}
+
+static void cfg_wr16(Pf *p, int fn, int off, uint16_t v)
+{
+    qtest_writew(p->d->qts, ecam(CHPP_TEST_DEVFN + fn, off), v);
+}
+
+static Pf *pf_start(const char *props)
+{
+    Pf *p = g_new0(Pf, 1);
+    QPCIDevice *host;
+
+    p->d = chpp_start(props, NULL);
+    host = qpci_device_find(p->d->qs->pcibus, 0);
+    qpci_config_writel(host, MCH_PCIEXBAR + 4, 0);
+    qpci_config_writel(host, MCH_PCIEXBAR, ECAM_BASE | 1);
+    g_free(host);
+    /* VF BARs, placed below the area libqos hands out. */
+    qtest_writel(p->d->qts, ecam(CHPP_TEST_DEVFN, SRIOV + PCI_SRIOV_BAR),
+                 VF_BAR0 | PCI_BASE_ADDRESS_MEM_TYPE_64);
+    qtest_writel(p->d->qts, ecam(CHPP_TEST_DEVFN, SRIOV + PCI_SRIOV_BAR + 8),
+                 VF_BAR2 | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                 PCI_BASE_ADDRESS_MEM_PREFETCH);
+    return p;
+}
+
+static void vf_free(ChppDev *vf)
+{
+    if (vf) {
+        g_free(vf->pdev);
+        g_free(vf);
+    }
+}
+
+/* A test handle for VF @fn (its config reads 0xffff: built by hand). */
+static ChppDev *vf_handle(Pf *p, int fn)
+{
+    ChppDev *vf = g_new0(ChppDev, 1);
+    uint16_t ctrl;
+
+    vf->qs = p->d->qs;
+    vf->qts = p->d->qts;
+    vf->pdev = g_new0(QPCIDevice, 1);
+    vf->pdev->bus = p->d->pdev->bus;
+    vf->pdev->devfn = CHPP_TEST_DEVFN + fn;
+    vf->bar0.addr = VF_BAR0 + (fn - 1) * CHPP_BAR0_SIZE;
+    vf->bar2.addr = VF_BAR2 + (fn - 1) * CHPP_VF_UAR_PAGES *
+                    CHPP_UAR_PAGE_SIZE;
+    /* QEMU 7.2 maps VF BARs by the VF's own Memory Space bit. */
+    qpci_config_writew(vf->pdev, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    ctrl = qpci_config_readw(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS);
+    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS,
+                       ctrl | PCI_MSIX_FLAGS_ENABLE);
+    vf->pdev->msix_enabled = true;
+    vf->pdev->msix_table_bar = vf->bar0;
+    vf->pdev->msix_table_off = CHPP_MSIX_TABLE_OFFSET;
+    vf->pdev->msix_pba_bar = vf->bar0;
+    vf->pdev->msix_pba_off = CHPP_MSIX_PBA_OFFSET;
+    vf->mbox_in = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
+    vf->mbox_out = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
+    vf->msi_page = guest_alloc(&vf->qs->alloc, 4096);
+    vf->toggle = true;
+    return vf;
+}
+
+static void vfs_set(Pf *p, int n)
+{
+    int i;
+
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        vf_free(p->vf[i]);
+        p->vf[i] = NULL;
+    }
+    cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL, 0);
+    if (n) {
+        cfg_wr16(p, 0, SRIOV + PCI_SRIOV_NUM_VF, n);
+        cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL,
+                 PCI_SRIOV_CTRL_VFE | PCI_SRIOV_CTRL_MSE);
+    }
+    for (i = 1; i <= n; i++) {
+        p->vf[i] = vf_handle(p, i);
+    }
+}
+
+static void pf_stop(Pf *p)
+{
+    int i;
+
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        vf_free(p->vf[i]);
+    }
+    chpp_stop(p->d);
+    g_free(p);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_capability(void)
+{
+    Pf *p = pf_start(NULL);
+
+    g_assert_cmphex(cfg_rd(p, 0, CHPP_PCI_EXT_CAP_ARI) & 0xffff, ==,
+                    PCI_EXT_CAP_ID_ARI);
+    g_assert_cmphex(cfg_rd(p, 0, SRIOV) & 0xffff, ==, PCI_EXT_CAP_ID_SRIOV);
+    g_assert_cmphex(cfg_rd(p, 0, CHPP_PCI_EXT_CAP_ACS) & 0xffff, ==,
+                    PCI_EXT_CAP_ID_ACS);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_TOTAL_VF) & 0xffff, ==,
+                     CHPP_MAX_VFS);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_OFFSET) & 0xffff, ==,
+                     CHPP_VF_OFFSET);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_STRIDE) & 0xffff, ==,
+                     CHPP_VF_STRIDE);
+    g_assert_cmphex(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_DID) & 0xffff, ==,
+                    CHPP_PCI_DEVICE_ID_VF);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_NUM_VF) & 0xffff, ==, 0);
+    pf_stop(p);
+
+    /* sriov-max-vfs=0: no capability at all. */
+    p = pf_start("sriov-max-vfs=0");
+    g_assert_cmphex(cfg_rd(p, 0, SRIOV), ==, 0);
+    pf_stop(p);
+}
+
+static void test_enable_disable(void)
+{
+    Pf *p = pf_start(NULL);
+    int round, i;
+
+    for (round = 0; round < 3; round++) {
+        int n = round == 1 ? CHPP_MAX_VFS : 2;
+
+        vfs_set(p, n);
+        for (i = 1; i <= n; i++) {
+            /* IDs read as all-ones; the rest of the function is there. */
+            g_assert_cmphex(cfg_rd(p, i, PCI_VENDOR_ID), ==, 0xffffffff);
+            g_assert_cmphex(cfg_rd(p, i, CHPP_PCI_CAP_EXP) & 0xff, ==,
+                            PCI_CAP_ID_EXP);
+            g_assert_cmphex(chpp_rd(p->vf[i], CHPP_REG_MAGIC), ==,
+                            CHPP_MAGIC);
+            g_assert_cmpuint(chpp_rd(p->vf[i], CHPP_REG_FUNC), ==, i);
+            g_assert(chpp_rd(p->vf[i], CHPP_REG_CAPS) & CHPP_CAP_VF);
+            g_assert_cmpuint(chpp_rd(p->vf[i], CHPP_REG_MSIX_INFO), ==,
+                             CHPP_VF_DEFAULT_MSIX);
+        }
+        vfs_set(p, 0);
+        /* The VFs are gone: no config space, no registers. */
+        g_assert_cmphex(cfg_rd(p, 1, CHPP_PCI_CAP_EXP), ==, 0xffffffff);
+        g_assert_cmphex(qtest_readl(p->d->qts, VF_BAR0 + CHPP_REG_MAGIC), !=,
+                        CHPP_MAGIC);
+        g_assert_cmpuint(chpp_rd(p->d, CHPP_REG_FUNC), ==, 0);
+    }
+    pf_stop(p);
+}
+
+static void set_vf_res(Pf *p, int fn, uint32_t qps, uint8_t weight,
+                       uint8_t prio, uint8_t status)
+{
+    struct chpp_vf_res r = {
+        .num_qps = cpu_to_le32(qps), .num_cqs = cpu_to_le32(8),
+        .num_eqs = cpu_to_le32(4), .num_mpts = cpu_to_le32(64),
+        .num_pds = cpu_to_le32(16), .num_mtts = cpu_to_le32(4096),
+        .msix_vectors = cpu_to_le32(4), .weight = weight, .priority = prio,
+    };
+
+    qtest_memwrite(p->d->qts, p->d->mbox_in, &r, sizeof(r));
+    g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_SET_VF_RES, p->d->mbox_in, fn,
+                             0), ==, status);
+}
+
+static void test_vf_commands_and_quotas(void)
+{
+    Pf *p = pf_start(NULL);
+    struct chpp_dev_cap cap;
+    struct chpp_vf_res r;
+
+    chpp_init_hca(p->d);
+    set_vf_res(p, 2, 10, 1, 0, CHPP_STAT_OK);
+    chpp_assert_cmd_fails(p->d, CHPP_STAT_BAD_INDEX, CHPP_CMD_SET_VF_RES,
+                          p->d->mbox_in, 8, 0);
+    vfs_set(p, 2);
+    /* Quotas change only while the VFs are disabled. */
+    set_vf_res(p, 2, 12, 1, 0, CHPP_STAT_RESOURCE_BUSY);
+    g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_QUERY_VF_RES, 0, 2,
+                             p->d->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(p->d->qts, p->d->mbox_out, &r, sizeof(r));
+    g_assert_cmpuint(le32_to_cpu(r.num_qps), ==, 10);
+
+    g_assert_cmphex(chpp_cmd(p->vf[2], CHPP_CMD_QUERY_DEV_CAP, 0, 0,
+                             p->vf[2]->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(p->d->qts, p->vf[2]->mbox_out, &cap, sizeof(cap));
+    g_assert_cmpuint(le16_to_cpu(cap.func), ==, 2);
+    g_assert(le32_to_cpu(cap.flags) & CHPP_DEV_CAP_FLAG_VF);
+    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 10);
+    g_assert_cmpuint(le32_to_cpu(cap.num_uar_pages), ==, CHPP_VF_UAR_PAGES);
+    g_assert_cmphex(chpp_cmd(p->vf[1], CHPP_CMD_QUERY_DEV_CAP, 0, 0,
+                             p->vf[1]->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(p->d->qts, p->vf[1]->mbox_out, &cap, sizeof(cap));
+    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, CHPP_VF_DEFAULT_QPS);
+
+    /* PF-only commands are refused to a VF; a VF QP beyond its quota. */
+    chpp_init_hca(p->vf[1]);
+    chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY, CHPP_CMD_SET_VF_RES,
+                          p->vf[1]->mbox_in, 1, 0);
+    chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY,
+                          CHPP_CMD_QUERY_VF_RES, 0, 0, p->vf[1]->mbox_out);
+    chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_BAD_INDEX, CHPP_CMD_QUERY_QP,
+                          0, CHPP_VF_DEFAULT_QPS, p->vf[1]->mbox_out);
+    pf_stop(p);
+}
+
+/* PUT from @a's QP to @b's buffer, and GET it back; bytes verified. */
+static void put_get(ChppNode *a, ChppNode *b, uint8_t seed)
+{
+    uint64_t ab = guest_alloc(&a->d->qs->alloc, 16384);
+    uint64_t bb = guest_alloc(&b->d->qs->alloc, 16384);
+    uint32_t ak = chpp_create_mr(a->d, a->next_mr++, CHPP_NODE_PD, ab, 16384,
+                                 CHPP_MPT_LOCAL_WRITE |
+                                 CHPP_MPT_REMOTE_READ |
+                                 CHPP_MPT_REMOTE_WRITE);
+    uint32_t bk = chpp_create_mr(b->d, b->next_mr++, CHPP_NODE_PD, bb, 16384,
+                                 CHPP_MPT_LOCAL_WRITE |
+                                 CHPP_MPT_REMOTE_READ |
+                                 CHPP_MPT_REMOTE_WRITE);
+    struct chpp_cqe cqe;
+    ChppWqeBuf *w;
+
+    chpp_fill(a->d, ab, 8192, seed);
+    w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_raddr(w, bb, bk);
+    chpp_wqe_sge(w, ab, 8192, ak);
+    chpp_post_send(a->d, &a->qp, w, true);
+    chpp_poll_cq(a->d, &a->cq[0], &cqe);
+    g_assert_cmpuint(cqe.status, ==, 0);
+    chpp_check(b->d, bb, 8192, seed);
+
+    w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
+    chpp_wqe_raddr(w, bb, bk);
+    chpp_wqe_sge(w, ab + 8192, 8192, ak);
+    chpp_post_send(a->d, &a->qp, w, true);
+    chpp_poll_cq(a->d, &a->cq[0], &cqe);
+    g_assert_cmpuint(cqe.status, ==, 0);
+    g_assert_cmpuint(cqe.opcode, ==, CHPP_CQE_OP_RDMA_READ);
+    chpp_check(a->d, ab + 8192, 8192, seed);
+}
+
+static void test_traffic_between_functions(void)
+{
+    Pf *p = pf_start(NULL);
+    ChppNode pf, v1, v2;
+
+    vfs_set(p, 2);
+    chpp_node_setup(&pf, p->d, 0, 0);
+    chpp_node_setup(&v1, p->vf[1], 0, 1);
+    chpp_node_setup(&v2, p->vf[2], 0, 2);
+    chpp_node_qp(&v1, 0, 0x11, 4, 8);
+    chpp_node_qp(&v2, 0, 0x22, 4, 8);
+    chpp_node_connect(&v1, &v2, 14, 3);
+    chpp_node_connect(&v2, &v1, 14, 3);
+    put_get(&v1, &v2, 1);
+    put_get(&v2, &v1, 2);
+
+    /* VF1 <-> PF on other QPs. */
+    chpp_node_qp(&v1, 1, 0x13, 4, 8);
+    chpp_node_qp(&pf, 3, 0x31, 4, 8);
+    chpp_node_connect(&v1, &pf, 14, 3);
+    chpp_node_connect(&pf, &v1, 14, 3);
+    put_get(&v1, &pf, 3);
+    put_get(&pf, &v1, 4);
+    g_assert_cmpuint(chpp_counter(p->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+    pf_stop(p);
+}
+
+static void test_isolation(void)
+{
+    Pf *p = pf_start(NULL);
+    ChppNode pf, v1, v2;
+    uint64_t buf = guest_alloc(&p->d->qs->alloc, 4096);
+    uint32_t pf_key;
+    struct chpp_cqe cqe;
+    ChppWqeBuf *w;
+
+    vfs_set(p, 2);
+    chpp_node_setup(&pf, p->d, 0, 0);
+    chpp_node_setup(&v1, p->vf[1], 0, 1);
+    chpp_node_setup(&v2, p->vf[2], 0, 2);
+    pf_key = chpp_create_mr(p->d, 0, CHPP_NODE_PD, buf, 4096,
+                            CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_WRITE);
+    /* PF QP 0 is connected to VF2 QP 0. */
+    chpp_node_qp(&pf, 0, 0x30, 4, 8);
+    chpp_node_qp(&v2, 0, 0x20, 4, 8);
+    chpp_node_connect(&pf, &v2, 14, 3);
+    chpp_node_connect(&v2, &pf, 14, 3);
+    /* VF1 aims a QP at it anyway, with the right magic and the PF's key. */
+    chpp_node_qp(&v1, 0, 0x10, 4, 8);
+    pf.qp.qpn = 0;
+    chpp_node_connect(&v1, &pf, 10, 1);
+
+    /* The PF's lkey means nothing in VF1's own MR table. */
+    w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_raddr(w, buf, pf_key);
+    chpp_wqe_sge(w, buf, 16, pf_key);
+    chpp_post_send(v1.d, &v1.qp, w, true);
+    chpp_poll_cq(v1.d, &v1.cq[0], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_LOC_PROT_ERR);
+    g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_BAD_LKEY);
+    pf_stop(p);
+
+    /* Packets into another connection are dropped: the sender times out. */
+    p = pf_start(NULL);
+    vfs_set(p, 2);
+    chpp_node_setup(&pf, p->d, 0, 0);
+    chpp_node_setup(&v1, p->vf[1], 0, 1);
+    chpp_node_setup(&v2, p->vf[2], 0, 2);
+    buf = guest_alloc(&p->d->qs->alloc, 4096);
+    pf_key = chpp_create_mr(p->d, 0, CHPP_NODE_PD, buf, 4096,
+                            CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_WRITE);
+    chpp_node_qp(&pf, 0, 0x30, 4, 8);
+    chpp_node_qp(&v2, 0, 0x20, 4, 8);
+    chpp_node_connect(&pf, &v2, 14, 3);
+    chpp_node_qp(&v1, 0, 0x10, 4, 8);
+    chpp_node_connect(&v1, &pf, 10, 1);
+    {
+        uint64_t vb = guest_alloc(&p->d->qs->alloc, 4096);
+        uint32_t vk = chpp_create_mr(v1.d, 0, CHPP_NODE_PD, vb, 4096,
+                                     CHPP_MPT_LOCAL_WRITE);
+
+        qtest_memset(p->d->qts, buf, 0x77, 16);
+        w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 2, 0);
+        chpp_wqe_raddr(w, buf, pf_key);
+        chpp_wqe_sge(w, vb, 16, vk);
+        chpp_post_send(v1.d, &v1.qp, w, true);
+        chpp_poll_cq(v1.d, &v1.cq[0], &cqe);
+        g_assert_cmpuint(cqe.status, ==, CHPP_WC_RETRY_EXC_ERR);
+        /* The PF's memory was not touched. */
+        g_assert_cmphex(qtest_readl(p->d->qts, buf), ==, 0x77777777);
+    }
+    g_assert_cmpuint(chpp_counter(p->d, CHPP_CNT_PKTS_DROPPED), >=, 1);
+
+    /* A packet for a VF that is not enabled is dropped and counted. */
+    v1.qp.qpn = 1;
+    chpp_node_qp(&v1, 1, 0x10, 4, 8);
+    {
+        ChppNode ghost = { .id = 0, .func = 5, .qp = { .qpn = 0 } };
+
+        chpp_node_connect(&v1, &ghost, 10, 1);
+    }
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 3, 0);
+    chpp_post_send(v1.d, &v1.qp, w, true);
+    chpp_poll_cq(v1.d, &v1.cq[0], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(chpp_counter(p->vf[1], CHPP_CNT_PKTS_DROPPED), >=, 1);
+    pf_stop(p);
+}
+
+static void test_vf_flr(void)
+{
+    Pf *p = pf_start(NULL);
+    ChppNode pf, v1;
+    uint16_t devctl;
+    int i;
+
+    vfs_set(p, 1);
+    chpp_node_setup(&pf, p->d, 0, 0);
+    chpp_node_setup(&v1, p->vf[1], 0, 1);
+    chpp_node_qp(&v1, 0, 0x10, 4, 8);
+    chpp_node_qp(&pf, 0, 0x30, 4, 8);
+    chpp_node_connect(&v1, &pf, 14, 3);
+    chpp_node_connect(&pf, &v1, 14, 3);
+    put_get(&v1, &pf, 9);
+
+    devctl = qpci_config_readw(p->vf[1]->pdev,
+                               CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL);
+    qpci_config_writew(p->vf[1]->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
+                       devctl | PCI_EXP_DEVCTL_BCR_FLR);
+    /* FLR cleared its command register, as on hardware. */
+    g_assert_cmphex(qpci_config_readw(p->vf[1]->pdev, PCI_COMMAND), ==, 0);
+    qpci_config_writew(p->vf[1]->pdev, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    /* The VF is back to reset values... */
+    g_assert_cmphex(chpp_rd(p->vf[1], CHPP_REG_STATUS), ==, 0);
+    g_assert_cmpuint(chpp_rd(p->vf[1], CHPP_REG_FUNC), ==, 1);
+    /* ... and the PF was told, with the VF's number. */
+    for (i = 0; i < 256; i++) {
+        struct chpp_eqe eqe;
+
+        chpp_read_eqe(p->d, pf.eq, i, &eqe);
+        if (!(le32_to_cpu(eqe.owner) & CHPP_EQE_OWNER)) {
+            g_error("no VF_FLR event on the PF");
+        }
+        if (eqe.type == CHPP_EVENT_VF_FLR) {
+            g_assert_cmpuint(le32_to_cpu(eqe.event.vf.vf), ==, 1);
+            break;
+        }
+    }
+    /* The VF works again after a new set-up. */
+    p->vf[1]->toggle = true;
+    vf_free(p->vf[1]);
+    p->vf[1] = vf_handle(p, 1);
+    chpp_node_setup(&v1, p->vf[1], 0, 1);
+    g_assert(chpp_rd(p->vf[1], CHPP_REG_STATUS) & CHPP_STATUS_HCA_INIT);
+    pf_stop(p);
+}
+
+/*
+ * Two VFs keep their doorbell FIFOs busy (one WQE per doorbell) while the
+ * engine serves one FIFO entry per period: the shares follow the
+ * arbitration configuration.
+ */
+typedef struct ArbVf {
+    ChppNode n;
+    uint64_t buf;
+    uint32_t key;
+    uint32_t posted;
+} ArbVf;
+
+static uint32_t started(Pf *p, int fn)
+{
+    return chpp_counter(p->vf[fn], CHPP_CNT_WQES);
+}
+
+static void arb_run(Pf *p, ArbVf *v, uint32_t ticks, uint32_t served[3])
+{
+    uint32_t base[3], t;
+    int fn;
+
+    for (fn = 1; fn <= 2; fn++) {
+        base[fn] = started(p, fn);
+    }
+    for (t = 0; t < ticks; t++) {
+        for (fn = 1; fn <= 2; fn++) {
+            while (v[fn].posted - started(p, fn) < 8) {
+                ChppWqeBuf *w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_INLINE,
+                                             0, 0);
+
+                chpp_wqe_raddr(w, v[fn].buf, v[fn].key);
+                chpp_wqe_inline(w, "x", 1);
+                chpp_post_send(v[fn].n.d, &v[fn].n.qp, w, true);
+                v[fn].posted++;
+            }
+        }
+        qtest_clock_step(p->d->qts, 100000);
+    }
+    for (fn = 1; fn <= 2; fn++) {
+        served[fn] = started(p, fn) - base[fn];
+    }
+}
+
+static void test_arbitration(void)
+{
+    Pf *p = pf_start("engine-delay-ns=100000");
+    ArbVf v[3] = {};
+    uint32_t served[3];
+    int fn;
+
+    set_vf_res(p, 1, 4, 3, 0, CHPP_STAT_OK);
+    set_vf_res(p, 2, 4, 1, 0, CHPP_STAT_OK);
+    vfs_set(p, 2);
+    for (fn = 1; fn <= 2; fn++) {
+        chpp_node_setup(&v[fn].n, p->vf[fn], 0, fn);
+        chpp_node_qp(&v[fn].n, 0, 0x40 + fn, 10, 6);
+        chpp_node_connect(&v[fn].n, &v[fn].n, 14, 3);
+        v[fn].buf = guest_alloc(&p->d->qs->alloc, 4096);
+        v[fn].key = chpp_create_mr(p->vf[fn], 0, CHPP_NODE_PD, v[fn].buf,
+                                   4096, CHPP_MPT_LOCAL_WRITE |
+                                   CHPP_MPT_REMOTE_WRITE);
+    }
+    arb_run(p, v, 400, served);
+    g_test_message("weights 3:1 -> served %u:%u", served[1], served[2]);
+    g_assert_cmpuint(served[1] + served[2], >=, 380);
+    g_assert_cmpfloat((double)served[1] / served[2], >, 2.8);
+    g_assert_cmpfloat((double)served[1] / served[2], <, 3.2);
+
+    /* Equal weights: a fair split. */
+    set_vf_res(p, 1, 4, 1, 0, CHPP_STAT_OK);
+    arb_run(p, v, 200, served);
+    g_assert_cmpint(abs((int)served[1] - (int)served[2]), <=, 2);
+
+    /* Strict priority: VF2 above VF1 takes every service slot. */
+    set_vf_res(p, 2, 4, 1, 1, CHPP_STAT_OK);
+    arb_run(p, v, 100, served);
+    g_assert_cmpuint(served[1], ==, 0);
+    g_assert_cmpuint(served[2], >=, 95);
+    pf_stop(p);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    if (!qtest_has_machine("q35")) {
+        return 1;
+    }
+    qtest_add_func("/chpp-hca/sriov/capability", test_capability);
+    qtest_add_func("/chpp-hca/sriov/enable-disable", test_enable_disable);
+    qtest_add_func("/chpp-hca/sriov/commands-and-quotas",
+                   test_vf_commands_and_quotas);
+    qtest_add_func("/chpp-hca/sriov/traffic", test_traffic_between_functions);
+    qtest_add_func("/chpp-hca/sriov/isolation", test_isolation);
+    qtest_add_func("/chpp-hca/sriov/flr", test_vf_flr);
+    qtest_add_func("/chpp-hca/sriov/arbitration", test_arbitration);
+    return g_test_run();
+}
