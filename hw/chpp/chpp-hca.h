@@ -127,8 +127,7 @@ enum chpp_qp_timer {
 typedef struct ChppQpEngine {
     /* requester (the next PSN to send is ChppQp.sq_psn) */
     uint32_t sq_comp;           /* next send WQE to complete */
-    uint32_t sq_limit;          /* WQEs up to here were announced by a
-                                 * doorbell the engine has served */
+    uint32_t sq_limit;          /* end of WQEs served doorbells announced */
     ChppInflight inflight[CHPP_MAX_INFLIGHT];
     uint32_t infl_head;
     uint32_t infl_count;

@@ -25,6 +25,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/bswap.h"
 #include <math.h>
 #include "chpp-hca-qtest.h"
@@ -89,7 +90,7 @@ static bool op_is_send(int op)
     return op == OP_SEND || op == OP_NAP;
 }
 
-/* ---- fixture ----------------------------------------------------------- */
+/* ---- fixture ------------------------------------------------------------ */
 
 static void qp_init(Bench *b, ChppTQp *q, uint32_t qpn)
 {
@@ -192,7 +193,7 @@ static void bench_setup(Bench *b)
     b->dkey = chpp_create_mr(b->d, 1, PD, b->dst, BUF_SIZE, MR_ALL);
 }
 
-/* ---- work requests --------------------------------------------------------- */
+/* ---- work requests ------------------------------------------------------ */
 
 /* The send WQE of operation @op, @size bytes. */
 static ChppWqeBuf *wqe_build(Bench *b, int op, uint32_t size, uint64_t wr_id,
@@ -239,7 +240,7 @@ static void post_sends(Bench *b, int op, uint32_t size, uint32_t first,
     chpp_post_sends(b->d, &b->a, w, n, true);
 }
 
-/* ---- completions --------------------------------------------------------- */
+/* ---- completions -------------------------------------------------------- */
 
 /*
  * Spin (one qtest round trip per poll) until the next CQE of @cq is valid.
@@ -286,7 +287,7 @@ static void cq_consume(Bench *b, ChppTCq *cq, uint32_t n, bool flush)
     }
 }
 
-/* ---- measurements ---------------------------------------------------------- */
+/* ---- measurements ------------------------------------------------------- */
 
 typedef struct Tput {
     uint32_t ops;
@@ -544,7 +545,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-baseline")) {
             baseline = false;       /* for profiling the device alone */
         } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            only_size = strtoul(argv[++i], NULL, 0);
+            g_assert(qemu_strtoui(argv[++i], NULL, 0, &only_size) == 0);
         } else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
             i++;
             for (op = 0; op < OP_NUM; op++) {

@@ -24,6 +24,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/bswap.h"
 #include <math.h>
 #include <sys/socket.h>
@@ -284,7 +285,7 @@ static Raw raw_baseline(int t, const char *dir, bool quick)
     return r;
 }
 
-/* ---- the two nodes -------------------------------------------------------- */
+/* ---- the two nodes ------------------------------------------------------ */
 
 /* A free TCP port on loopback (closed again; QEMU binds it next). */
 static int free_port(void)
@@ -398,7 +399,7 @@ static void cq_consume(LBench *b, ChppNode *n, uint32_t cqn, uint32_t k,
     }
 }
 
-/* ---- measurements ------------------------------------------------------ */
+/* ---- measurements ------------------------------------------------------- */
 
 static uint32_t tput_ops(LBench *b, uint32_t size)
 {
@@ -501,7 +502,7 @@ static Lat run_lat(LBench *b, int op, uint32_t size)
     return r;
 }
 
-/* ---- main ---------------------------------------------------------------- */
+/* ---- main --------------------------------------------------------------- */
 
 static void usage(const char *argv0)
 {
@@ -541,7 +542,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-baseline")) {
             baseline = false;
         } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            only_size = strtoul(argv[++i], NULL, 0);
+            g_assert(qemu_strtoui(argv[++i], NULL, 0, &only_size) == 0);
         } else {
             usage(argv[0]);
         }
