@@ -232,8 +232,35 @@ static bool chpp_engine_serve_fifo(ChppHcaState *s)
     return true;
 }
 
+/* PF: senders that paused for room continue, every function's. */
+static void chpp_engine_resume(ChppHcaState *pf)
+{
+    unsigned fn, i;
+
+    if (!pf->tx_blocked || pf->tx_queued >= CHPP_TX_QUEUE_MAX / 2) {
+        return;
+    }
+    pf->tx_blocked = false;
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(pf, fn);
+
+        for (i = 0; f && i < f->params.num_qps; i++) {
+            ChppQp *qp = &f->qps[i];
+
+            if (qp->eng.tx_pending) {
+                qp->eng.tx_pending = false;
+                chpp_req_run(f, qp);
+                chpp_resp_pump(f, qp);
+            }
+        }
+    }
+}
+
 static bool chpp_engine_step(ChppHcaState *s)
 {
+    if (!s->func) {
+        chpp_engine_resume(s);
+    }
     return chpp_engine_rx(s) || chpp_engine_serve_fifo(s);
 }
 
@@ -254,7 +281,7 @@ static bool chpp_engine_pending(ChppHcaState *s)
             return true;
         }
     }
-    return false;
+    return !s->func && s->tx_blocked && s->tx_queued < CHPP_TX_QUEUE_MAX / 2;
 }
 
 /*
@@ -272,6 +299,9 @@ static void chpp_engine_run(void *opaque)
         return;
     }
     while (budget-- > 0) {
+        if (!s->func) {
+            chpp_engine_resume(s);
+        }
         if (chpp_engine_rx(s)) {
             continue;
         }
@@ -502,6 +532,7 @@ void chpp_engine_reset(ChppHcaState *s)
         memset(&s->qps[i].eng, 0, sizeof(s->qps[i].eng));
     }
     chpp_wire_reset(s);
+    s->tx_blocked = false;
     memset(s->db_fifo, 0, sizeof(s->db_fifo));
     s->db_head = 0;
     s->db_count = 0;
@@ -526,6 +557,8 @@ bool chpp_engine_check_load(ChppHcaState *s)
 
         if (eng->infl_head >= CHPP_MAX_INFLIGHT ||
             eng->infl_count > CHPP_MAX_INFLIGHT ||
+            eng->rd_head >= CHPP_MAX_RD_ATOMIC ||
+            eng->rd_count > CHPP_MAX_RD_ATOMIC ||
             eng->timer_kind > CHPP_TIMER_RNR) {
             return false;
         }
@@ -543,11 +576,29 @@ void chpp_engine_post_load(ChppHcaState *s)
         if (eng->timer_kind != CHPP_TIMER_NONE) {
             timer_mod(s->qp_timers[i], eng->timer_deadline);
         }
+        if (eng->tx_pending) {
+            chpp_pf(s)->tx_blocked = true;
+            chpp_engine_kick(chpp_pf(s));
+        }
     }
     if (s->db_count) {
         chpp_engine_kick(s);
     }
 }
+
+static const VMStateDescription vmstate_chpp_read_resp = {
+    .name = "chpp-hca-read-resp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(va, ChppReadResp),
+        VMSTATE_UINT32(rkey, ChppReadResp),
+        VMSTATE_UINT32(psn, ChppReadResp),
+        VMSTATE_UINT32(len, ChppReadResp),
+        VMSTATE_UINT32(sent, ChppReadResp),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 static const VMStateDescription vmstate_chpp_inflight = {
     .name = "chpp-hca-inflight",
@@ -559,6 +610,7 @@ static const VMStateDescription vmstate_chpp_inflight = {
         VMSTATE_UINT32(first_psn, ChppInflight),
         VMSTATE_UINT32(last_psn, ChppInflight),
         VMSTATE_UINT32(length, ChppInflight),
+        VMSTATE_UINT32(sent, ChppInflight),
         VMSTATE_UINT32(done, ChppInflight),
         VMSTATE_UINT8(opcode, ChppInflight),
         VMSTATE_UINT8(flags, ChppInflight),
@@ -590,6 +642,11 @@ const VMStateDescription vmstate_chpp_qp_engine = {
         VMSTATE_UINT32(recv_len, ChppQpEngine),
         VMSTATE_BOOL(nak_sent, ChppQpEngine),
         VMSTATE_BOOL(comm_est, ChppQpEngine),
+        VMSTATE_STRUCT_ARRAY(rd, ChppQpEngine, CHPP_MAX_RD_ATOMIC, 1,
+                             vmstate_chpp_read_resp, ChppReadResp),
+        VMSTATE_UINT32(rd_head, ChppQpEngine),
+        VMSTATE_UINT32(rd_count, ChppQpEngine),
+        VMSTATE_BOOL(tx_pending, ChppQpEngine),
         VMSTATE_BOOL(atomic_valid, ChppQpEngine),
         VMSTATE_UINT32(atomic_psn, ChppQpEngine),
         VMSTATE_UINT64(atomic_orig, ChppQpEngine),

@@ -109,6 +109,7 @@ void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
 uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
 
 /* chpp-hca-resp.c */
+void chpp_resp_pump(ChppHcaState *s, ChppQp *qp);
 void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt);
 void chpp_resp_flush(ChppHcaState *s, ChppQp *qp);
 bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
@@ -121,7 +122,18 @@ void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t upto_psn,
                         bool inclusive);
 void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp);
 
+/*
+ * Frames the functions of an adapter may have queued (loopback queues and
+ * the link backlog) before senders pause: memory stays bounded whatever
+ * the message sizes.
+ */
+#define CHPP_TX_QUEUE_MAX 256
+
 /* chpp-hca-wire.c */
+/* Room for one more data frame?  If not, the caller's QP waits. */
+bool chpp_wire_room(ChppHcaState *s, ChppQp *qp);
+/* A queued frame left the queues. */
+void chpp_wire_dequeued(ChppHcaState *s);
 void chpp_pkt_free(ChppPkt *pkt);
 /* Encode and send; false if the destination is unreachable. */
 bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt);

@@ -103,6 +103,7 @@ static void chpp_link_pump(ChppHcaState *s)
         GByteArray *frame;
 
         while (l->credits[vc] && (frame = g_queue_pop_head(l->backlog[vc]))) {
+            chpp_wire_dequeued(s);
             l->credits[vc]--;
             chpp_link_put(s, CHPP_LINK_FRAME, vc, frame->data, frame->len);
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
@@ -115,6 +116,7 @@ static void chpp_link_pump(ChppHcaState *s)
 static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
 {
     g_queue_push_tail(s->link.backlog[vc], frame);
+    s->tx_queued++;
     chpp_link_pump(s);
 }
 
@@ -462,6 +464,7 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
             g_byte_array_unref(ba);
+            chpp_wire_dequeued(s);
         }
         while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
             g_byte_array_unref(ba);

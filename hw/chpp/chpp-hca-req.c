@@ -280,22 +280,30 @@ static void chpp_req_pkt_init(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
     }
 }
 
+/* Request packets of a WQE: one per MTU, one for a GET or an atomic. */
+static uint32_t chpp_req_npkts(ChppQp *qp, uint8_t opcode, uint32_t length)
+{
+    return chpp_wqe_is_rd_atomic(opcode) ? 1
+                                         : chpp_wqe_npkts(qp, opcode, length);
+}
+
 /*
- * Send the packets of WQE @w starting at @psn.  Returns false with a
- * completion status if it cannot (data fault, no route).
+ * Send the packets of WQE @w (in flight as @e) that were not sent yet,
+ * while the frame queue has room.  Returns 1 when all are sent, 0 when the
+ * QP must wait for room (it is resumed), -1 with a completion status.
  */
-static bool chpp_req_send_wqe(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
-                              uint32_t psn, uint8_t *status, uint8_t *verr)
+static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
+                              ChppInflight *e, uint8_t *status,
+                              uint8_t *verr)
 {
     uint32_t mtu = chpp_req_mtu(qp);
-    uint32_t npkts = chpp_wqe_npkts(qp, w->ctrl.opcode, w->length);
+    uint32_t total = chpp_req_npkts(qp, w->ctrl.opcode, w->length);
     uint8_t op = w->ctrl.opcode;
     ChppPkt pkt;
-    uint32_t i;
 
     chpp_req_pkt_init(s, qp, w, &pkt);
-    if (op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
-        op == CHPP_WQE_ATOMIC_FA) {
+    pkt.rkey = w->raddr.rkey;
+    if (chpp_wqe_is_rd_atomic(op)) {
         bool get = op == CHPP_WQE_GET;
 
         pkt.op = get ? CHPP_OP_READ_REQ :
@@ -303,52 +311,35 @@ static bool chpp_req_send_wqe(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
                  CHPP_OP_ATOMIC_FA;
         pkt.pkt_type = get ? CHPP_PKT_GET : CHPP_PKT_ATOMIC;
         pkt.vc = get ? CHPP_VC_GET : CHPP_VC_DATA;
-        pkt.flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST |
-                    CHPP_WIRE_F_ACK_REQ;
-        pkt.psn = psn;
         pkt.va = w->raddr.raddr;
-        pkt.rkey = w->raddr.rkey;
         pkt.atomic0 = w->atomic.swap_add;
         pkt.atomic1 = w->atomic.compare;
-        if (!chpp_wire_send(s, &pkt)) {
-            goto no_route;
-        }
-        return true;
+    } else {
+        pkt.op = op == CHPP_WQE_SEND ? CHPP_OP_SEND :
+                 op == CHPP_WQE_SEND_IMM ? CHPP_OP_SEND_IMM :
+                 op == CHPP_WQE_NAP ? CHPP_OP_NAP :
+                 op == CHPP_WQE_PUT ? CHPP_OP_WRITE : CHPP_OP_WRITE_IMM;
+        pkt.pkt_type = op >= CHPP_WQE_PUT ? CHPP_PKT_PUT : CHPP_PKT_NAP;
+        pkt.vc = CHPP_VC_DATA;
     }
 
-    switch (op) {
-    case CHPP_WQE_SEND:
-        pkt.op = CHPP_OP_SEND;
-        break;
-    case CHPP_WQE_SEND_IMM:
-        pkt.op = CHPP_OP_SEND_IMM;
-        break;
-    case CHPP_WQE_NAP:
-        pkt.op = CHPP_OP_NAP;
-        break;
-    case CHPP_WQE_PUT:
-        pkt.op = CHPP_OP_WRITE;
-        break;
-    default:
-        pkt.op = CHPP_OP_WRITE_IMM;
-        break;
-    }
-    pkt.pkt_type = op >= CHPP_WQE_PUT ? CHPP_PKT_PUT : CHPP_PKT_NAP;
-    pkt.vc = CHPP_VC_DATA;
-    pkt.rkey = w->raddr.rkey;
-
-    for (i = 0; i < npkts; i++) {
+    while (e->sent < total) {
+        uint32_t i = e->sent;
         uint32_t off = i * mtu;
-        uint32_t len = MIN(mtu, w->length - off);
-        bool last = i == npkts - 1;
+        uint32_t len = chpp_wqe_is_rd_atomic(op) ? 0
+                                                 : MIN(mtu, w->length - off);
+        bool last = i == total - 1;
         g_autofree uint8_t *data = g_malloc(MAX(len, 1));
 
+        if (!chpp_wire_room(s, qp)) {
+            return 0;
+        }
         if (w->inline_len) {
             memcpy(data, w->inline_data + off, len);
         } else if (len && !chpp_sge_rw(s, qp, w->sge, w->num_sge, off, data,
                                        len, DMA_DIRECTION_TO_DEVICE, verr)) {
             *status = CHPP_WC_LOC_PROT_ERR;
-            return false;
+            return -1;
         }
         pkt.flags = (i == 0 ? CHPP_WIRE_F_FIRST : 0) |
                     (last ? CHPP_WIRE_F_LAST : 0);
@@ -363,29 +354,25 @@ static bool chpp_req_send_wqe(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
                 pkt.flags |= CHPP_WIRE_F_IMM;
             }
         }
-        pkt.psn = chpp_psn_add(psn, i);
-        pkt.offset = off;
-        pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
+        pkt.psn = chpp_psn_add(e->first_psn, i);
+        if (!chpp_wqe_is_rd_atomic(op)) {
+            pkt.offset = off;
+            pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
+        }
         pkt.len = len;
         pkt.payload = data;
         if (!chpp_wire_send(s, &pkt)) {
-            pkt.payload = NULL;
-            goto no_route;
+            /* Nobody answers on a missing route: RC fails as after retries. */
+            if (qp->type == CHPP_QPT_RC) {
+                *status = CHPP_WC_RETRY_EXC_ERR;
+                *verr = CHPP_VERR_NO_ROUTE;
+                return -1;
+            }
+            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         }
-        pkt.payload = NULL;
+        e->sent++;
     }
-    return true;
-
-no_route:
-    /* Nobody answers on a missing route: RC gives up as after retries. */
-    *status = qp->type == CHPP_QPT_RC ? CHPP_WC_RETRY_EXC_ERR
-                                      : CHPP_WC_SUCCESS;
-    *verr = CHPP_VERR_NO_ROUTE;
-    if (qp->type != CHPP_QPT_RC) {
-        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        return true;
-    }
-    return false;
+    return 1;
 }
 
 static ChppInflight *chpp_infl(ChppQp *qp, uint32_t i)
@@ -439,16 +426,92 @@ static void chpp_req_wqe_error(ChppHcaState *s, ChppQp *qp, ChppWqe *w,
 
 static bool chpp_req_blocked(ChppQp *qp)
 {
-    if (qp->eng.timer_kind == CHPP_TIMER_RNR) {
+    if (qp->eng.timer_kind == CHPP_TIMER_RNR ||
+        qp->eng.infl_count == CHPP_MAX_INFLIGHT) {
         return true;
     }
-    if (qp->type != CHPP_QPT_RC) {
-        return false;
-    }
     /* A queued local error must complete before anything else starts. */
-    return qp->eng.infl_count == CHPP_MAX_INFLIGHT ||
-           (qp->eng.infl_count &&
-            chpp_infl(qp, qp->eng.infl_count - 1)->status);
+    return qp->eng.infl_count &&
+           chpp_infl(qp, qp->eng.infl_count - 1)->status;
+}
+
+/* UC and UD WQEs complete, in order, once all their packets are sent. */
+static void chpp_req_complete_sent(ChppHcaState *s, ChppQp *qp)
+{
+    while (qp->type != CHPP_QPT_RC && qp->eng.infl_count) {
+        ChppInflight *e = chpp_infl(qp, 0);
+        bool signaled = (e->flags & CHPP_WQE_SIGNALED) ||
+                        (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL);
+
+        if (e->status ||
+            e->sent < chpp_req_npkts(qp, e->opcode, e->length)) {
+            return;
+        }
+        if (signaled) {
+            chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
+                          0, 0, e->length);
+        }
+        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
+        qp->eng.infl_count--;
+        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+    }
+}
+
+/* Sending @e failed: it completes in error once it is the oldest. */
+static void chpp_req_entry_failed(ChppHcaState *s, ChppQp *qp,
+                                  ChppInflight *e, uint8_t status,
+                                  uint8_t verr)
+{
+    e->status = status;
+    e->vendor_err = verr;
+    chpp_guest_error(s, "QP %u: send WQE %u failed (status %u, reason %u)",
+                     chpp_qpn(s, qp), e->wqe_idx, status, verr);
+    if (qp->type == CHPP_QPT_RC) {
+        chpp_comp_complete(s, qp, 0, false);
+        return;
+    }
+    chpp_req_complete_sent(s, qp);
+    if (chpp_infl(qp, 0) == e) {
+        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
+                      status, verr, 0);
+        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
+        qp->eng.infl_count--;
+        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+        chpp_qp_fail(s, qp, CHPP_QPS_SQE, 0);
+    }
+}
+
+/* Continue the WQEs in flight whose packets are not all sent yet. */
+static bool chpp_req_continue(ChppHcaState *s, ChppQp *qp, ChppWqe *w)
+{
+    uint32_t i;
+
+    for (i = 0; i < qp->eng.infl_count; i++) {
+        ChppInflight *e = chpp_infl(qp, i);
+        uint8_t status = 0, verr = 0;
+        int r;
+
+        if (e->status) {
+            return false;
+        }
+        if (e->sent == chpp_req_npkts(qp, e->opcode, e->length)) {
+            continue;
+        }
+        /* The WQE still belongs to the device: read it again. */
+        if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
+            chpp_req_entry_failed(s, qp, e, status, verr);
+            return false;
+        }
+        r = chpp_req_send_more(s, qp, w, e, &status, &verr);
+        if (r <= 0) {
+            if (r < 0) {
+                chpp_req_entry_failed(s, qp, e, status, verr);
+            }
+            return false;
+        }
+    }
+    chpp_req_complete_sent(s, qp);
+    return true;
 }
 
 void chpp_req_run(ChppHcaState *s, ChppQp *qp)
@@ -460,14 +523,19 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
         chpp_resp_flush(s, qp);
         return;
     }
-    if (qp->state != CHPP_QPS_RTS) {
+    if (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) {
         return;
     }
     w = g_new(ChppWqe, 1);
-    while (qp->sq_ci != qp->eng.sq_limit && qp->state == CHPP_QPS_RTS &&
+    if (!chpp_req_continue(s, qp, w)) {
+        return;
+    }
+    while (qp->state == CHPP_QPS_RTS && qp->sq_ci != qp->eng.sq_limit &&
            !chpp_req_blocked(qp)) {
         uint8_t status = 0, verr = 0;
         uint32_t npkts, psn = qp->sq_psn;
+        ChppInflight *e;
+        int r;
 
         if (!chpp_wqe_fetch(s, qp, qp->sq_ci, w, &status, &verr)) {
             chpp_req_wqe_error(s, qp, w, status, verr);
@@ -481,22 +549,8 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
             return;             /* fence: earlier GET/atomics first */
         }
         npkts = chpp_wqe_npkts(qp, w->ctrl.opcode, w->length);
-        if (!chpp_req_send_wqe(s, qp, w, psn, &status, &verr)) {
-            chpp_req_wqe_error(s, qp, w, status, verr);
-            continue;
-        }
-        chpp_count(s, CHPP_CNT_WQES);
-        qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
-        if (qp->type == CHPP_QPT_UD) {
-            chpp_req_complete_now(s, qp, w, 0, 0);
-            continue;
-        }
-        qp->sq_psn = chpp_psn_add(psn, npkts);
-        if (qp->type == CHPP_QPT_UC) {
-            chpp_req_complete_now(s, qp, w, 0, 0);
-            continue;
-        }
-        *chpp_infl(qp, qp->eng.infl_count++) = (ChppInflight) {
+        e = chpp_infl(qp, qp->eng.infl_count++);
+        *e = (ChppInflight) {
             .wr_id = w->ctrl.wr_id,
             .wqe_idx = w->idx,
             .first_psn = psn,
@@ -505,20 +559,34 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
             .opcode = w->ctrl.opcode,
             .flags = w->ctrl.flags,
         };
+        chpp_count(s, CHPP_CNT_WQES);
+        qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+        if (qp->type != CHPP_QPT_UD) {
+            qp->sq_psn = chpp_psn_add(psn, npkts);
+        }
         if (chpp_wqe_is_rd_atomic(w->ctrl.opcode)) {
             qp->eng.rd_atomic++;
         }
-        if (qp->eng.timer_kind == CHPP_TIMER_NONE && qp->timeout) {
+        if (qp->type == CHPP_QPT_RC &&
+            qp->eng.timer_kind == CHPP_TIMER_NONE && qp->timeout) {
             chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
                               chpp_local_ack_timeout_ns(qp->timeout));
+        }
+        r = chpp_req_send_more(s, qp, w, e, &status, &verr);
+        if (r < 0) {
+            chpp_req_entry_failed(s, qp, e, status, verr);
+            return;
+        }
+        chpp_req_complete_sent(s, qp);
+        if (r == 0) {
+            return;             /* resumed when the queues drain */
         }
     }
 }
 
-/* Go back N: send every WQE in flight again, from the oldest. */
+/* Go back N: every WQE in flight is sent again, from the oldest. */
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
 {
-    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
     uint32_t i;
 
     if (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) {
@@ -526,20 +594,13 @@ void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
     }
     for (i = 0; i < qp->eng.infl_count; i++) {
         ChppInflight *e = chpp_infl(qp, i);
-        uint8_t status = 0, verr = 0;
 
         if (e->status) {
             break;
         }
         chpp_count(s, CHPP_CNT_RETRANSMITS);
+        e->sent = 0;
         e->done = 0;
-        if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr) ||
-            !chpp_req_send_wqe(s, qp, w, e->first_psn, &status, &verr)) {
-            e->status = status;
-            e->vendor_err = verr;
-            /* Everything before it may still be acknowledged. */
-            break;
-        }
     }
     if (qp->eng.infl_count && qp->timeout) {
         chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,

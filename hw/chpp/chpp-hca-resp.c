@@ -253,14 +253,80 @@ static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     return true;
 }
 
-/* GET: read the region and send it back as PUT-type responses. */
-static void chpp_resp_read(ChppHcaState *s, ChppQp *qp, ChppPkt *req)
+static ChppReadResp *chpp_rd(ChppQp *qp, uint32_t i)
+{
+    return &qp->eng.rd[(qp->eng.rd_head + i) % CHPP_MAX_RD_ATOMIC];
+}
+
+/*
+ * Send the GET responses waiting on @qp, packet by packet while the frame
+ * queue has room (the rest follows when it drains): a GET answered by a
+ * PUT back to the requester (seed 004).
+ */
+void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
 {
     uint32_t mtu = chpp_mtu_bytes(qp->path_mtu);
-    uint32_t npkts = MAX(1, DIV_ROUND_UP(req->msg_len, mtu));
+
+    while (qp->eng.rd_count && qp->state >= CHPP_QPS_RTR &&
+           qp->state <= CHPP_QPS_SQE) {
+        ChppReadResp *r = chpp_rd(qp, 0);
+        uint32_t npkts = MAX(1, DIV_ROUND_UP(r->len, mtu));
+        uint32_t i = r->sent, off = i * mtu;
+        uint32_t len = MIN(mtu, r->len - off);
+        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
+        const ChppMpt *mr;
+        uint8_t verr = 0;
+        ChppPkt pkt = {
+            .vc = CHPP_VC_DATA,
+            .pkt_type = CHPP_PKT_PUT,
+            .op = CHPP_OP_READ_RESP,
+            .flags = (i == 0 ? CHPP_WIRE_F_FIRST : 0) |
+                     (i == npkts - 1 ? CHPP_WIRE_F_LAST : 0),
+            .magic = qp->dest_magic,
+            .src_qpn = chpp_qpn(s, qp),
+            .dst_node = qp->dest_node,
+            .dst_qpn = qp->dest_qpn,
+            .dst_vf = qp->dest_vf,
+            .psn = chpp_psn_add(r->psn, i),
+            .va = r->va + off,
+            .msg_len = r->len,
+            .offset = off,
+            .len = len,
+        };
+
+        if (!chpp_wire_room(s, qp)) {
+            return;
+        }
+        /* The region may be gone or changed since the request came in. */
+        mr = chpp_mr_lookup(s, r->rkey, qp->pd, r->va + off, len,
+                            CHPP_MPT_REMOTE_READ, &verr);
+        if (!mr || (len && !chpp_mr_rw(s, mr, r->va + off, data, len,
+                                       DMA_DIRECTION_TO_DEVICE))) {
+            ChppPkt req = {
+                .psn = r->psn, .src_node = qp->dest_node,
+                .src_qpn = qp->dest_qpn, .src_vf = qp->dest_vf,
+            };
+
+            qp->eng.rd_count = 0;
+            chpp_resp_fail(s, qp, &req, CHPP_NAK_REM_OP,
+                           CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
+                           CHPP_VERR_DMA);
+            return;
+        }
+        pkt.payload = data;
+        chpp_wire_send(s, &pkt);
+        if (++r->sent == npkts) {
+            qp->eng.rd_head = (qp->eng.rd_head + 1) % CHPP_MAX_RD_ATOMIC;
+            qp->eng.rd_count--;
+        }
+    }
+}
+
+/* GET: check the request, then queue its responses. */
+static void chpp_resp_read(ChppHcaState *s, ChppQp *qp, ChppPkt *req)
+{
     const ChppMpt *mr;
     uint8_t verr = 0;
-    uint32_t i;
 
     mr = (qp->access_flags & CHPP_ACCESS_REMOTE_READ) ?
          chpp_mr_lookup(s, req->rkey, qp->pd, req->va, req->msg_len,
@@ -270,40 +336,18 @@ static void chpp_resp_read(ChppHcaState *s, ChppQp *qp, ChppPkt *req)
                        CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
         return;
     }
-    for (i = 0; i < npkts; i++) {
-        uint32_t off = i * mtu;
-        uint32_t len = MIN(mtu, req->msg_len - off);
-        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
-        ChppPkt pkt = {
-            .vc = CHPP_VC_DATA,
-            .pkt_type = CHPP_PKT_PUT,
-            .op = CHPP_OP_READ_RESP,
-            .flags = (i == 0 ? CHPP_WIRE_F_FIRST : 0) |
-                     (i == npkts - 1 ? CHPP_WIRE_F_LAST : 0),
-            .magic = qp->dest_magic,
-            .src_qpn = chpp_qpn(s, qp),
-            .dst_node = req->src_node,
-            .dst_qpn = req->src_qpn,
-            .dst_vf = req->src_vf,
-            .psn = chpp_psn_add(req->psn, i),
-            .va = req->va + off,
-            .msg_len = req->msg_len,
-            .offset = off,
-            .len = len,
-            .payload = data,
-        };
-
-        if (len && !chpp_mr_rw(s, mr, req->va + off, data, len,
-                               DMA_DIRECTION_TO_DEVICE)) {
-            pkt.payload = NULL;
-            chpp_resp_fail(s, qp, req, CHPP_NAK_REM_OP,
-                           CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
-                           CHPP_VERR_DMA);
-            return;
-        }
-        chpp_wire_send(s, &pkt);
-        pkt.payload = NULL;
+    if (qp->eng.rd_count == CHPP_MAX_RD_ATOMIC) {
+        /* More GETs than responder resources: the requester retries. */
+        chpp_resp_drop(s, req, "too many GETs in progress");
+        return;
     }
+    *chpp_rd(qp, qp->eng.rd_count++) = (ChppReadResp) {
+        .va = req->va,
+        .rkey = req->rkey,
+        .psn = req->psn,
+        .len = req->msg_len,
+    };
+    chpp_resp_pump(s, qp);
 }
 
 static bool chpp_resp_atomic(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
@@ -523,6 +567,7 @@ void chpp_resp_flush(ChppHcaState *s, ChppQp *qp)
     uint32_t num_sge, cap;
     uint64_t wr_id;
 
+    qp->eng.rd_count = 0;
     if (qp->eng.recv_active) {
         chpp_rwqe_fetch(s, qp, qp->eng.recv_wqe_idx, &wr_id, sge, &num_sge,
                         &cap);

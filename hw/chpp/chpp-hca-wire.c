@@ -190,6 +190,7 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
             return true;
         }
         g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
+        chpp_pf(s)->tx_queued++;
         chpp_engine_kick(to);
     } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
                                pkt->vc % CHPP_NUM_VCS, ba)) {
@@ -202,11 +203,38 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
     return true;
 }
 
+bool chpp_wire_room(ChppHcaState *s, ChppQp *qp)
+{
+    ChppHcaState *pf = chpp_pf(s);
+
+    if (pf->tx_queued < CHPP_TX_QUEUE_MAX) {
+        return true;
+    }
+    qp->eng.tx_pending = true;
+    pf->tx_blocked = true;
+    return false;
+}
+
+/* Senders wait until the queues are half empty, then all resume. */
+void chpp_wire_dequeued(ChppHcaState *s)
+{
+    ChppHcaState *pf = chpp_pf(s);
+
+    if (pf->tx_queued) {
+        pf->tx_queued--;
+    }
+    if (pf->tx_blocked && pf->tx_queued < CHPP_TX_QUEUE_MAX / 2) {
+        chpp_engine_kick(pf);
+    }
+}
+
 static GByteArray *chpp_wire_pop(ChppHcaState *s, unsigned vc)
 {
     GByteArray *ba = g_queue_pop_head(s->wire_rx[vc]);
 
-    if (!ba) {
+    if (ba) {
+        chpp_wire_dequeued(s);
+    } else {
         ba = g_queue_pop_head(s->link_rx[vc]);
         if (ba) {
             chpp_link_consumed(chpp_pf(s), vc);
@@ -248,6 +276,7 @@ void chpp_wire_reset(ChppHcaState *s)
 
         while ((ba = g_queue_pop_head(s->wire_rx[vc]))) {
             g_byte_array_unref(ba);
+            chpp_wire_dequeued(s);
         }
     }
 }

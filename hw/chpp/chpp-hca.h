@@ -110,6 +110,7 @@ typedef struct ChppInflight {
     uint32_t first_psn;
     uint32_t last_psn;
     uint32_t length;            /* bytes of the message */
+    uint32_t sent;              /* bytes packetized (GET/atomic: 0 or 1) */
     uint32_t done;              /* GET: response bytes placed so far */
     uint8_t opcode;             /* enum chpp_wqe_opcode */
     uint8_t flags;              /* CHPP_WQE_* */
@@ -122,6 +123,15 @@ enum chpp_qp_timer {
     CHPP_TIMER_RETRANSMIT,      /* local ACK timeout */
     CHPP_TIMER_RNR,             /* RNR NAK back-off */
 };
+
+/* A GET the responder is answering, packet by packet. */
+typedef struct ChppReadResp {
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t psn;
+    uint32_t len;
+    uint32_t sent;
+} ChppReadResp;
 
 /* Engine state of a QP: requester, responder, timer.  Fixed size. */
 typedef struct ChppQpEngine {
@@ -143,6 +153,10 @@ typedef struct ChppQpEngine {
     uint32_t recv_len;          /* bytes of the message placed so far */
     bool nak_sent;              /* sequence NAK sent, not yet resolved */
     bool comm_est;              /* COMM_EST posted */
+    ChppReadResp rd[CHPP_MAX_RD_ATOMIC];
+    uint32_t rd_head;
+    uint32_t rd_count;
+    bool tx_pending;            /* waits for room in the frame queue */
     bool atomic_valid;          /* last atomic result, for duplicates */
     uint32_t atomic_psn;
     uint64_t atomic_orig;
@@ -256,6 +270,8 @@ struct ChppHcaState {
     GQueue *link_rx[2];         /* frames from the link per channel */
     ChppLink link;
     bool engine_stopped;        /* VM stopped: do not touch guest memory */
+    uint32_t tx_queued;         /* PF: frames queued, all functions */
+    bool tx_blocked;            /* PF: a sender waits for room */
     VMChangeStateEntry *vmstate_change;
 };
 

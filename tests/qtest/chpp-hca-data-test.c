@@ -961,6 +961,76 @@ static void test_close_hca(void)
     fx_free(f);
 }
 
+/* An MR of @pages pages that all map to the same page (allowed). */
+static uint32_t aliased_mr(Fx *f, uint32_t idx, uint64_t page, uint32_t pages)
+{
+    g_autofree uint64_t *e = g_new(uint64_t, pages);
+    uint32_t base = f->d->next_mtt, i;
+    struct chpp_mpt_context c = {
+        .flags = cpu_to_le32(MR_ALL),
+        .key = cpu_to_le32(idx << CHPP_KEY_INDEX_SHIFT),
+        .pd = cpu_to_le32(PD),
+        .log_page_size = 12,
+        .start = cpu_to_le64(0x100000000ull),
+        .length = cpu_to_le64((uint64_t)pages << 12),
+        .mtt_base = cpu_to_le32(base),
+    };
+
+    for (i = 0; i < pages; i++) {
+        e[i] = page | CHPP_MTT_VALID;
+    }
+    chpp_write_mtt(f->d, base, e, pages);
+    f->d->next_mtt += pages;
+    g_assert_cmphex(chpp_sw2hw_mpt(f->d, idx, &c), ==, CHPP_STAT_OK);
+    return idx << CHPP_KEY_INDEX_SHIFT;
+}
+
+static uint64_t qemu_peak_rss_kib(void)
+{
+    int pid = chpp_find_qemu_pid(0);
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+    g_autofree char *text = NULL;
+    char *p;
+
+    g_assert(pid > 0 && g_file_get_contents(path, &text, NULL, NULL));
+    p = strstr(text, "VmHWM:");
+    g_assert(p);
+    return g_ascii_strtoull(p + 6, NULL, 10);
+}
+
+/*
+ * Huge messages over aliased regions: the device must move them in
+ * bounded memory, never by queueing the whole message as packets.
+ */
+static void test_huge_message_bounded_memory(void)
+{
+    Fx *f = fx_new_opts(CHPP_QPT_RC, "num-mtts=140000", 20, 3, 3);
+    uint32_t pages = 65536;         /* 256 MiB messages */
+    uint64_t src = fx_buf(f, 4096), dst = fx_buf(f, 4096);
+    uint32_t skey = aliased_mr(f, 50, src, pages);
+    uint32_t dkey = aliased_mr(f, 51, dst, pages);
+    uint64_t before = qemu_peak_rss_kib();
+    Wqe *w;
+
+    fx_fill(f, src, 4096, 3);
+    w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
+    wqe_raddr(w, 0x100000000ull, dkey);
+    wqe_sge(w, 0x100000000ull, pages << 12, skey);
+    post_send(f, &f->a, w, true);
+    expect_cqe(f, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, pages << 12);
+    fx_check(f, dst, 4096, 3);
+
+    w = wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
+    wqe_raddr(w, 0x100000000ull, skey);
+    wqe_sge(w, 0x100000000ull, pages << 12, dkey);
+    post_send(f, &f->a, w, true);
+    expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, pages << 12);
+    g_test_message("QEMU peak RSS grew by %" PRIu64 " KiB",
+                   qemu_peak_rss_kib() - before);
+    g_assert_cmpuint(qemu_peak_rss_kib() - before, <, 48 * 1024);
+    fx_free(f);
+}
+
 /* ---- UD and UC --------------------------------------------------------- */
 
 static void test_ud(void)
@@ -1092,6 +1162,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/cq-overrun", test_cq_overrun);
     qtest_add_func("/chpp-hca/data/sqd-drain", test_sqd_drain_event);
     qtest_add_func("/chpp-hca/data/close-hca", test_close_hca);
+    qtest_add_func("/chpp-hca/data/huge-message-bounded-memory",
+                   test_huge_message_bounded_memory);
     qtest_add_func("/chpp-hca/data/ud", test_ud);
     qtest_add_func("/chpp-hca/data/uc", test_uc);
     qtest_add_func("/chpp-hca/data/migration", test_migration_rts);
