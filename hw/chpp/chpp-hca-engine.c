@@ -501,6 +501,11 @@ void chpp_engine_init(ChppHcaState *s)
     }
     s->vmstate_change = qemu_add_vm_change_state_handler(chpp_engine_vm_state,
                                                          s);
+    /*
+     * Nothing runs before the VM does: a migration destination must not
+     * act on frames from the link before its state is loaded.
+     */
+    s->engine_stopped = !runstate_is_running();
 }
 
 void chpp_engine_fini(ChppHcaState *s)

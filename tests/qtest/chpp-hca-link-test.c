@@ -385,6 +385,67 @@ static void test_same_node_refused(void)
     pair_stop(&a, &b);
 }
 
+/*
+ * Migrate one node of a linked pair while its QPs are connected: the link
+ * comes back with the destination and traffic resumes both ways, with the
+ * QPs' PSNs carried over and no data lost or doubled.
+ */
+static void test_migrate_linked_node(void)
+{
+    g_autofree char *path = sock_path("migl");
+    g_autofree char *srv = g_strdup_printf("path=%s,server=on,wait=off",
+                                           path);
+    g_autofree char *cli = g_strdup_printf("path=%s,reconnect=1", path);
+    g_autofree char *uri = g_strdup_printf("unix:%s/migl-stream", tmpdir);
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             cli);
+    uint32_t ak, bk;
+    uint64_t ab, bb;
+    ChppDev *dst;
+    struct chpp_qp_context before, after;
+    Node a, b;
+    int i;
+
+    node_start(&a, 1, srv);
+    node_start(&b, 2, cli);
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 14, 7);
+    ab = node_buf(&a, 65536, &ak);
+    bb = node_buf(&b, 65536, &bk);
+    for (i = 0; i < 2; i++) {
+        chpp_fill(a.d, ab, 30000, 20 + i);
+        put(&a, &b, ab, ak, bb, bk, 30000, 0x10 + i);
+        expect2(&a, &b, SCQ, 0x10 + i, CHPP_CQE_OP_RDMA_WRITE, 0, 30000);
+        chpp_check(b.d, bb, 30000, 20 + i);
+    }
+    g_assert_cmphex(chpp_query_qp(b.d, 0, &before), ==, CHPP_STAT_OK);
+
+    dst = chpp_start_incoming_extra("node-id=2,chardev=lnk", extra, uri);
+    migrate(b.d->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, b.d);
+    chpp_stop(b.d);             /* its socket closes; the server takes dst */
+    b.d = dst;
+    wait_link(&a, &b, true);
+
+    g_assert_cmphex(chpp_query_qp(b.d, 0, &after), ==, CHPP_STAT_OK);
+    g_assert_cmpuint(after.state, ==, CHPP_QPS_RTS);
+    g_assert_cmpuint(le32_to_cpu(after.rq_psn), ==,
+                     le32_to_cpu(before.rq_psn));
+    g_assert_cmpuint(le32_to_cpu(after.sq_psn), ==,
+                     le32_to_cpu(before.sq_psn));
+    /* Both directions work again; one PUT each, exactly once. */
+    chpp_fill(a.d, ab, 40000, 77);
+    put(&a, &b, ab, ak, bb, bk, 40000, 0x20);
+    expect2(&a, &b, SCQ, 0x20, CHPP_CQE_OP_RDMA_WRITE, 0, 40000);
+    chpp_check(b.d, bb, 40000, 77);
+    chpp_fill(b.d, bb + 40960, 20000, 88);
+    put(&b, &a, bb + 40960, bk, ab + 40960, ak, 20000, 0x30);
+    expect2(&b, &a, SCQ, 0x30, CHPP_CQE_OP_RDMA_WRITE, 0, 20000);
+    chpp_check(a.d, ab + 40960, 20000, 88);
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_WQES), ==, 1);
+    pair_stop(&a, &b);
+}
+
 /* ---- hostile peer ----------------------------------------------------- */
 
 typedef struct Peer {
@@ -633,6 +694,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/same-node-refused",
                    test_same_node_refused);
     qtest_add_func("/chpp-hca/link/hostile-peer", test_hostile_peer);
+    qtest_add_func("/chpp-hca/link/migrate-linked-node",
+                   test_migrate_linked_node);
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
     ret = g_test_run();
     rmdir(tmpdir);

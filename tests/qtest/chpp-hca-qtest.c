@@ -47,9 +47,16 @@ ChppDev *chpp_start(const char *props, const char *extra)
 
 ChppDev *chpp_start_incoming(const char *props, const char *uri)
 {
-    g_autofree char *extra = g_strdup_printf("-incoming %s", uri);
+    return chpp_start_incoming_extra(props, NULL, uri);
+}
 
-    return chpp_boot(props, extra);
+ChppDev *chpp_start_incoming_extra(const char *props, const char *extra,
+                                   const char *uri)
+{
+    g_autofree char *args = g_strdup_printf("%s -incoming %s",
+                                            extra ? extra : "", uri);
+
+    return chpp_boot(props, args);
 }
 
 /* After migration the BARs, mailboxes and MSI-X routes are the source's. */

@@ -32,6 +32,8 @@ typedef struct ChppDev {
 ChppDev *chpp_start(const char *props, const char *extra);
 /* Same, for an incoming migration from @uri; takes state from @src. */
 ChppDev *chpp_start_incoming(const char *props, const char *uri);
+ChppDev *chpp_start_incoming_extra(const char *props, const char *extra,
+                                   const char *uri);
 void chpp_adopt_migrated(ChppDev *dst, const ChppDev *src);
 void chpp_stop(ChppDev *d);
 
