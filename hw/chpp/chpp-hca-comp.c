@@ -12,8 +12,6 @@
 #include "chpp-hca-engine.h"
 #include "trace.h"
 
-#define CHPP_IDX_MASK 0xffffu
-
 static ChppInflight *chpp_head(ChppQp *qp)
 {
     return qp->eng.infl_count ? &qp->eng.inflight[qp->eng.infl_head] : NULL;

@@ -19,8 +19,6 @@
 /* Work done per bottom-half run before yielding to the main loop. */
 #define CHPP_ENGINE_BUDGET 256
 
-#define CHPP_IDX_MASK 0xffffu
-
 ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn)
 {
     return qpn < s->params.num_qps ? &s->qps[qpn] : NULL;

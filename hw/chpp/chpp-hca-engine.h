@@ -11,6 +11,8 @@
 #include "chpp-hca.h"
 
 #define CHPP_PSN_MASK 0xffffffu
+/* WQE indexes (producer, consumer) are 16-bit counters: the doorbell's PI. */
+#define CHPP_IDX_MASK CHPP_UAR_DB_PI_MASK
 
 static inline uint32_t chpp_psn_add(uint32_t psn, uint32_t n)
 {

@@ -13,8 +13,6 @@
 #include "chpp-hca-engine.h"
 #include "trace.h"
 
-#define CHPP_IDX_MASK 0xffffu
-
 uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode)
 {
     switch (wqe_opcode) {

@@ -13,8 +13,6 @@
 #include "chpp-hca-engine.h"
 #include "trace.h"
 
-#define CHPP_IDX_MASK 0xffffu
-
 static void chpp_resp_drop(ChppHcaState *s, ChppPkt *pkt, const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
