@@ -23,7 +23,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 
 arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
-SHELL_MODE=$(arg shell); NOTEST=$(arg notest)
+SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -94,19 +94,27 @@ say "local $INFO"
 field() { echo "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
 
 if [ "$MODE" = pair ]; then
+    # A tiny file server on the control network (busybox wget is not usable:
+    # the static build crashes after downloading): "NAME\n" -> /www/NAME.
     mkdir -p /www
     echo "$INFO" >/www/info
-    httpd -p 8000 -h /www || fail "httpd"
-    # Fetch a file from the peer's web server, retrying for $2 seconds.
+    printf '#!/bin/sh\nread -r f\ncase "$f" in *[!a-z]*|"") exit 0 ;; esac\ncat "/www/$f" 2>/dev/null\n' >/bin/chpp-serve
+    chmod +x /bin/chpp-serve
+    nc -ll -p 8000 -e /bin/chpp-serve &
+    # Fetch a file from the peer, retrying for $2 seconds.
     fetch() {
         f=0
         while [ $f -lt "$2" ]; do
-            wget -q -T 2 -O "/tmp/$1" "http://$PEER:8000/$1" 2>/dev/null && return 0
+            echo "$1" | nc -w 2 "$PEER" 8000 >"/tmp/$1" 2>/dev/null
+            [ -s "/tmp/$1" ] && return 0
             sleep 1; f=$((f + 1))
         done
         return 1
     }
-    fetch info 120 || fail "no peer info from $PEER"
+    if ! fetch info ${FETCH_SECS:-120}; then
+        ip addr; cat /proc/net/dev; ping -c 2 -W 2 "$PEER"
+        fail "no peer info from $PEER"
+    fi
     P=$(cat /tmp/info)
     say "peer $P"
     echo "connect $(field "$P" lid) $(field "$P" qpn) $(field "$P" rkey | sed 's/^0x//')" \
@@ -128,6 +136,7 @@ case "$RES" in PASS*) ;; *) fail "traffic: $RES" ;; esac
 if [ "$MODE" = pair ]; then
     echo done >/www/done
     fetch done 120 || fail "peer never finished"
+    sleep 3     # keep serving "done" until the peer has seen ours
 fi
 
 echo teardown >"$CT/ctl"

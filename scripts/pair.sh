@@ -18,6 +18,7 @@
 #   --trace           trace the devices: build/guest/nodeN.trace
 #   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
+#   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
 #
 # Consoles: build/guest/node1.log, node2.log. Monitors (HMP, e.g. for fault
@@ -28,7 +29,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300
-QEMU="$CHPP_QEMU_BIN"
+QEMU="$CHPP_QEMU_BIN" KARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
         --gdb) GDB_NODE=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
+        --kargs) KARGS=$2; shift ;;
         --) shift; EXTRA=("$@"); break ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) chpp_die "unknown option '$1' (see --help)" ;;
@@ -120,6 +122,7 @@ qemu_cmd() {
     [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
+    [ -n "$KARGS" ] && append="$append $KARGS"
     CMD=("$QEMU" -M q35 -accel tcg -m 512M -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
          -monitor "unix:$RUN/mon$n.sock,server=on,wait=off"
