@@ -15,13 +15,13 @@
 #   --shell N         keep guest N interactive on this terminal after the test
 #                     (the other guest's console goes to its log only)
 #   --notest          only load the driver (with --shell: a guest to play in)
-#   --trace           trace the devices: build/guest/nodeN.trace
+#   --trace           trace the devices: build/guest/pair-nodeN.trace
 #   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
 #
-# Consoles: build/guest/node1.log, node2.log. Monitors (HMP, e.g. for fault
+# Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log). Monitors (HMP, e.g. for fault
 # injection with qom-set /machine/peripheral/hca0 fault-cut true):
 # <run dir>/mon1.sock, mon2.sock (printed at start). Exit status 0 only when
 # every guest reports "chpp-guest: RESULT PASS".
@@ -58,9 +58,24 @@ KVER=${KERNEL##*/vmlinuz-}
 MODSRC=/lib/modules/$KVER
 [ -d "$MODSRC/build" ] || chpp_die "no $MODSRC/build; run scripts/setup.sh (linux-headers-amd64)"
 
+RUN=$(mktemp -d /tmp/chpp-pair.XXXXXX)
+declare -A QPID=()
+cleanup() {
+    local p
+    for p in "${QPID[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+MODE=pair
+[ "$SINGLE" = 1 ] && MODE=single
+LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
+
 # --- the driver, built against the guest kernel ---------------------------------
 chpp_log "building guest-driver/ for $KVER"
-make -s -C "$CHPP_ROOT/guest-driver" KVER="$KVER" >"$GUEST/driver-build.log" 2>&1 ||
+flock "$GUEST/driver-build.lock" \
+    make -s -C "$CHPP_ROOT/guest-driver" KVER="$KVER" >"$GUEST/driver-build.log" 2>&1 ||
     { cat "$GUEST/driver-build.log" >&2; chpp_die "driver build failed"; }
 
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
@@ -77,9 +92,8 @@ add_mod() {
 }
 for m in "${WANT[@]}"; do add_mod "$m"; done
 
-INITRD="$GUEST/pair-initramfs.cpio.gz"
-ROOT="$GUEST/pair-initramfs"
-rm -rf "$ROOT"
+INITRD="$RUN/initramfs.cpio.gz"
+ROOT="$RUN/initramfs"
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
 ln -s busybox "$ROOT/bin/sh"
@@ -101,21 +115,8 @@ cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" 
 chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test"
 
 # --- the guests ---------------------------------------------------------------------
-RUN=$(mktemp -d /tmp/chpp-pair.XXXXXX)
-declare -A QPID=()
-cleanup() {
-    local p
-    for p in "${QPID[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$RUN"
-}
-trap cleanup EXIT
-
 NODES=(1 2)
 [ "$SINGLE" = 1 ] && NODES=(1)
-MODE=pair
-[ "$SINGLE" = 1 ] && MODE=single
-
 qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
     append="console=ttyS0 quiet panic=-1 chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
@@ -139,12 +140,12 @@ qemu_cmd() {
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
-    [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$GUEST/node$n.trace")
+    [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
     [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb tcp::1234 -S)
     CMD+=("${EXTRA[@]}")
 }
 
-chpp_log "run dir $RUN (monitors mon1.sock, mon2.sock); consoles build/guest/node{1,2}.log"
+chpp_log "run dir $RUN (monitors mon1.sock, mon2.sock); consoles build/guest/$MODE-node{1,2}.log"
 start=$(date +%s.%N)
 TO=()
 [ "$TIMEOUT" != 0 ] && [ "$SHELL_NODE" = 0 ] && TO=(timeout --kill-after=5 "$TIMEOUT")
@@ -154,11 +155,11 @@ for n in "${NODES[@]}"; do
     if [ "$SHELL_NODE" = "$n" ]; then
         continue    # started last, in the foreground
     fi
-    : >"$GUEST/node$n.log"
-    "${TO[@]}" "${CMD[@]}" </dev/null >"$GUEST/node$n.log" 2>&1 &
+    : >"$LOG-node$n.log"
+    "${TO[@]}" "${CMD[@]}" </dev/null >"$LOG-node$n.log" 2>&1 &
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
-    tail -n +1 -F --pid="${QPID[$n]}" "$GUEST/node$n.log" 2>/dev/null | tr -d '\r' |
+    tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null | tr -d '\r' |
         grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
         sed -u "s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
@@ -166,7 +167,7 @@ done
 declare -A RC=()
 if [ "$SHELL_NODE" != 0 ]; then
     qemu_cmd "$SHELL_NODE"
-    "${CMD[@]}" 2>&1 | tee "$GUEST/node$SHELL_NODE.log" || true
+    "${CMD[@]}" 2>&1 | tee "$LOG-node$SHELL_NODE.log" || true
     RC[$SHELL_NODE]=0
 fi
 for n in "${!QPID[@]}"; do
@@ -181,12 +182,12 @@ secs=$(echo "$(date +%s.%N) $start" | awk '{printf "%.1f", $1 - $2}')
 ok=1
 for n in "${NODES[@]}"; do
     rc=${RC[$n]}
-    res=$(tr -d '\r' <"$GUEST/node$n.log" | grep -a 'chpp-guest: RESULT' | tail -n 1 || true)
+    res=$(tr -d '\r' <"$LOG-node$n.log" | grep -a 'chpp-guest: RESULT' | tail -n 1 || true)
     [ "$rc" = 124 ] && chpp_log "node $n: QEMU timed out after ${TIMEOUT}s"
     chpp_log "node $n: QEMU status $rc; ${res:-no RESULT line}"
     case "$res" in *"RESULT PASS"*) ;; *) ok=0 ;; esac
     [ "$rc" = 0 ] || ok=0
 done
 chpp_log "finished in ${secs}s"
-[ "$ok" = 1 ] || chpp_die "FAILED (see build/guest/node*.log)"
+[ "$ok" = 1 ] || chpp_die "FAILED (see build/guest/$MODE-node*.log)"
 chpp_log "PASS"
