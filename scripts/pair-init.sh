@@ -9,6 +9,9 @@
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
 #   chpp.notest=1     only load the driver (no load loop, no traffic)
+#   chpp.pause=SEC    wait SEC seconds (printing "pausing") before the traffic,
+#                     e.g. to inject faults from the monitor
+#   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
 #
 # Every result line starts with "chpp-guest:"; the last one is
 #   chpp-guest: RESULT PASS|FAIL <reason>
@@ -23,7 +26,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 
 arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
-SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch)
+SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -125,6 +128,7 @@ else
     echo "connect self" >"$CT/ctl" || fail "connect self"
 fi
 
+if [ -n "$PAUSE" ]; then say "pausing $PAUSE s before the traffic"; sleep "$PAUSE"; fi
 start=$(cat /proc/uptime | cut -d' ' -f1)
 echo run >"$CT/ctl"
 RES=$(cat "$CT/result")

@@ -18,6 +18,7 @@
 #   --trace           trace the devices: build/guest/pair-nodeN.trace
 #   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
+#   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
 #
@@ -29,7 +30,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300
-QEMU="$CHPP_QEMU_BIN" KARGS=""
+QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
         --kargs) KARGS=$2; shift ;;
+        --device-args) DEVARGS=",$2"; shift ;;
         --) shift; EXTRA=("$@"); break ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) chpp_die "unknown option '$1' (see --help)" ;;
@@ -129,14 +131,14 @@ qemu_cmd() {
          -monitor "unix:$RUN/mon$n.sock,server=on,wait=off"
          -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
     if [ "$SINGLE" = 1 ]; then
-        CMD+=(-device chpp-hca,bus=rp0,id=hca0,node-id=$n)
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n$DEVARGS")
     else
         if [ "$n" = 1 ]; then
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,server=on,wait=off")
         else
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
         fi
-        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk"
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk$DEVARGS"
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
@@ -159,9 +161,9 @@ for n in "${NODES[@]}"; do
     "${TO[@]}" "${CMD[@]}" </dev/null >"$LOG-node$n.log" 2>&1 &
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
-    tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null | tr -d '\r' |
+    tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
         grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
-        sed -u "s/^/[node$n] /" &
+        sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done
 declare -A RC=()
