@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * chpp-hca: HCR command interface (docs/commands.md).
+ *
+ * One command runs at a time (cmd_mutex). Before the EQ exists commands are
+ * polled; afterwards they complete by a CMD event, with polling as the
+ * fallback when the event does not arrive.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/jiffies.h>
+#include "chpp_hca.h"
+
+const char *chpp_cmd_name(u16 op)
+{
+	switch (op) {
+	case CHPP_CMD_QUERY_DEV_CAP: return "QUERY_DEV_CAP";
+	case CHPP_CMD_QUERY_FW: return "QUERY_FW";
+	case CHPP_CMD_INIT_HCA: return "INIT_HCA";
+	case CHPP_CMD_CLOSE_HCA: return "CLOSE_HCA";
+	case CHPP_CMD_INIT_PORT: return "INIT_PORT";
+	case CHPP_CMD_CLOSE_PORT: return "CLOSE_PORT";
+	case CHPP_CMD_MAP_EQ: return "MAP_EQ";
+	case CHPP_CMD_SW2HW_EQ: return "SW2HW_EQ";
+	case CHPP_CMD_HW2SW_EQ: return "HW2SW_EQ";
+	case CHPP_CMD_QUERY_EQ: return "QUERY_EQ";
+	case CHPP_CMD_SW2HW_MPT: return "SW2HW_MPT";
+	case CHPP_CMD_QUERY_MPT: return "QUERY_MPT";
+	case CHPP_CMD_HW2SW_MPT: return "HW2SW_MPT";
+	case CHPP_CMD_WRITE_MTT: return "WRITE_MTT";
+	case CHPP_CMD_SW2HW_CQ: return "SW2HW_CQ";
+	case CHPP_CMD_HW2SW_CQ: return "HW2SW_CQ";
+	case CHPP_CMD_QUERY_CQ: return "QUERY_CQ";
+	case CHPP_CMD_RESIZE_CQ: return "RESIZE_CQ";
+	case CHPP_CMD_RST2INIT_QP: return "RST2INIT_QP";
+	case CHPP_CMD_INIT2RTR_QP: return "INIT2RTR_QP";
+	case CHPP_CMD_RTR2RTS_QP: return "RTR2RTS_QP";
+	case CHPP_CMD_RTS2RTS_QP: return "RTS2RTS_QP";
+	case CHPP_CMD_SQERR2RTS_QP: return "SQERR2RTS_QP";
+	case CHPP_CMD_2ERR_QP: return "2ERR_QP";
+	case CHPP_CMD_RTS2SQD_QP: return "RTS2SQD_QP";
+	case CHPP_CMD_SQD2RTS_QP: return "SQD2RTS_QP";
+	case CHPP_CMD_2RST_QP: return "2RST_QP";
+	case CHPP_CMD_QUERY_QP: return "QUERY_QP";
+	case CHPP_CMD_INIT2INIT_QP: return "INIT2INIT_QP";
+	case CHPP_CMD_SQD2SQD_QP: return "SQD2SQD_QP";
+	case CHPP_CMD_NOP: return "NOP";
+	case CHPP_CMD_QUERY_PORT: return "QUERY_PORT";
+	case CHPP_CMD_QUERY_STATS: return "QUERY_STATS";
+	}
+	return "?";
+}
+
+const char *chpp_status_name(u8 status)
+{
+	switch (status) {
+	case CHPP_STAT_OK: return "OK";
+	case CHPP_STAT_INTERNAL_ERR: return "INTERNAL_ERR";
+	case CHPP_STAT_BAD_OP: return "BAD_OP";
+	case CHPP_STAT_BAD_PARAM: return "BAD_PARAM";
+	case CHPP_STAT_BAD_SYS_STATE: return "BAD_SYS_STATE";
+	case CHPP_STAT_BAD_RESOURCE: return "BAD_RESOURCE";
+	case CHPP_STAT_RESOURCE_BUSY: return "RESOURCE_BUSY";
+	case CHPP_STAT_EXCEED_LIM: return "EXCEED_LIM";
+	case CHPP_STAT_BAD_RES_STATE: return "BAD_RES_STATE";
+	case CHPP_STAT_BAD_INDEX: return "BAD_INDEX";
+	case CHPP_STAT_BAD_QP_STATE: return "BAD_QP_STATE";
+	case CHPP_STAT_BAD_SIZE: return "BAD_SIZE";
+	case CHPP_STAT_BAD_MAILBOX: return "BAD_MAILBOX";
+	case CHPP_STAT_DMA_ERR: return "DMA_ERR";
+	}
+	return "unknown";
+}
+
+static int chpp_status_errno(u8 status)
+{
+	switch (status) {
+	case CHPP_STAT_OK: return 0;
+	case CHPP_STAT_BAD_OP: return -EOPNOTSUPP;
+	case CHPP_STAT_BAD_PARAM:
+	case CHPP_STAT_BAD_QP_STATE:
+	case CHPP_STAT_BAD_SIZE:
+	case CHPP_STAT_BAD_INDEX: return -EINVAL;
+	case CHPP_STAT_BAD_RESOURCE: return -ENOENT;
+	case CHPP_STAT_RESOURCE_BUSY: return -EBUSY;
+	case CHPP_STAT_EXCEED_LIM: return -ENOMEM;
+	case CHPP_STAT_BAD_SYS_STATE:
+	case CHPP_STAT_BAD_RES_STATE: return -EBADE;
+	case CHPP_STAT_DMA_ERR:
+	case CHPP_STAT_BAD_MAILBOX:
+	case CHPP_STAT_INTERNAL_ERR:
+	default: return -EIO;
+	}
+}
+
+int chpp_mbox_alloc(struct chpp_dev *dev, struct chpp_mbox *mb)
+{
+	/* dma_alloc_coherent of a page is page aligned (mailbox rule). */
+	mb->buf = dma_alloc_coherent(&dev->pdev->dev, CHPP_MAILBOX_SIZE,
+				     &mb->dma, GFP_KERNEL);
+	return mb->buf ? 0 : -ENOMEM;
+}
+
+void chpp_mbox_free(struct chpp_dev *dev, struct chpp_mbox *mb)
+{
+	if (mb->buf)
+		dma_free_coherent(&dev->pdev->dev, CHPP_MAILBOX_SIZE, mb->buf,
+				  mb->dma);
+	mb->buf = NULL;
+}
+
+static bool chpp_cmd_pending(struct chpp_dev *dev)
+{
+	u32 ctrl = chpp_rd(dev, CHPP_REG_HCR + CHPP_HCR_CTRL);
+
+	return (ctrl & CHPP_HCR_GO) ||
+	       (!!(ctrl & CHPP_HCR_T) == dev->cmd_toggle);
+}
+
+/* Wait until the HCR is idle, polling; returns -ETIMEDOUT after 10 s. */
+static int chpp_cmd_wait_idle(struct chpp_dev *dev)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(CHPP_CMD_TIMEOUT_MS);
+	unsigned int spins = 0;
+
+	while (chpp_cmd_pending(dev)) {
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+		if (++spins < 100)
+			udelay(1);
+		else
+			usleep_range(20, 100);
+	}
+	return 0;
+}
+
+/* Called from the EQ handler for a CHPP_EVENT_CMD EQE. */
+void chpp_cmd_event(struct chpp_dev *dev, const struct chpp_eqe *eqe)
+{
+	atomic_inc(&dev->cmd_event_count);
+	if (!dev->cmd_events || eqe->event.cmd.token != dev->cmd_token) {
+		dev_warn(&dev->pdev->dev,
+			 "unexpected command event: token %u status 0x%x (expected token %u)\n",
+			 eqe->event.cmd.token, eqe->event.cmd.status,
+			 dev->cmd_token);
+		return;
+	}
+	dev->cmd_status = eqe->event.cmd.status;
+	dev->cmd_out = ((u64)eqe->event.cmd.out_param_hi << 32) |
+		       eqe->event.cmd.out_param_lo;
+	complete(&dev->cmd_done);
+}
+
+/*
+ * Run one command. @in and @out are the in_param and out_param (mailbox DMA
+ * addresses or immediate values); @out_imm receives the immediate out_param.
+ */
+int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out,
+	     u64 *out_imm)
+{
+	struct device *d = &dev->pdev->dev;
+	bool events;
+	u32 ctrl;
+	u8 status;
+	u64 outv;
+	int err;
+
+	mutex_lock(&dev->cmd_mutex);
+	events = dev->cmd_events;
+	err = chpp_cmd_wait_idle(dev);
+	if (err) {
+		dev_err(d, "%s: HCR stays busy (go/t pending), command not sent\n",
+			chpp_cmd_name(op));
+		goto out;
+	}
+	dev->cmd_token++;
+	if (events)
+		reinit_completion(&dev->cmd_done);
+
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_IN_PARAM_H, upper_32_bits(in));
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_IN_PARAM_L, lower_32_bits(in));
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_IN_MODIFIER, mod);
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_H, upper_32_bits(out));
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_L, lower_32_bits(out));
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_TOKEN,
+		(u32)dev->cmd_token << CHPP_HCR_TOKEN_SHIFT);
+	ctrl = CHPP_HCR_GO | (op & CHPP_HCR_OPCODE_MASK) |
+	       (dev->cmd_toggle ? CHPP_HCR_T : 0) | (events ? CHPP_HCR_E : 0);
+	wmb();	/* parameters before go */
+	chpp_wr(dev, CHPP_REG_HCR + CHPP_HCR_CTRL, ctrl);
+	dev->cmd_toggle ^= 1;
+
+	if (events &&
+	    wait_for_completion_timeout(&dev->cmd_done,
+					msecs_to_jiffies(CHPP_CMD_TIMEOUT_MS))) {
+		status = dev->cmd_status;
+		outv = dev->cmd_out;
+	} else {
+		if (events)
+			dev_warn(d, "%s: no completion event, polling the HCR\n",
+				 chpp_cmd_name(op));
+		err = chpp_cmd_wait_idle(dev);
+		if (err) {
+			dev_err(d, "%s: timed out after %d ms\n",
+				chpp_cmd_name(op), CHPP_CMD_TIMEOUT_MS);
+			goto out;
+		}
+		status = chpp_rd(dev, CHPP_REG_HCR + CHPP_HCR_CTRL) >>
+			 CHPP_HCR_STATUS_SHIFT;
+		outv = ((u64)chpp_rd(dev, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_H) << 32) |
+		       chpp_rd(dev, CHPP_REG_HCR + CHPP_HCR_OUT_PARAM_L);
+	}
+	if (out_imm)
+		*out_imm = outv;
+	err = chpp_status_errno(status);
+	if (status)
+		dev_err(d, "%s (modifier 0x%x) failed: status 0x%02x %s\n",
+			chpp_cmd_name(op), mod, status,
+			chpp_status_name(status));
+out:
+	mutex_unlock(&dev->cmd_mutex);
+	return err;
+}
+
+/* Command with an output mailbox copied to @out. */
+int chpp_cmd_query(struct chpp_dev *dev, u16 op, u32 mod, void *out,
+		   size_t len)
+{
+	struct chpp_mbox mb;
+	int err;
+
+	err = chpp_mbox_alloc(dev, &mb);
+	if (err)
+		return err;
+	err = chpp_cmd(dev, op, 0, mod, mb.dma, NULL);
+	if (!err)
+		memcpy(out, mb.buf, len);
+	chpp_mbox_free(dev, &mb);
+	return err;
+}
+
+/* Command with an input mailbox holding @len bytes of @in. */
+int chpp_cmd_in(struct chpp_dev *dev, u16 op, u32 mod, const void *in,
+		size_t len)
+{
+	struct chpp_mbox mb;
+	int err;
+
+	err = chpp_mbox_alloc(dev, &mb);
+	if (err)
+		return err;
+	memset(mb.buf, 0, CHPP_MAILBOX_SIZE);
+	memcpy(mb.buf, in, len);
+	err = chpp_cmd(dev, op, mb.dma, mod, 0, NULL);
+	chpp_mbox_free(dev, &mb);
+	return err;
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * chpp-hca guest driver: shared definitions.
+ *
+ * Written from docs/ and include/hw/chpp/chpp-hca-abi.h only.
+ */
+#ifndef CHPP_HCA_H
+#define CHPP_HCA_H
+
+#include <linux/pci.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/completion.h>
+#include <linux/xarray.h>
+#include <linux/idr.h>
+#include <rdma/ib_verbs.h>
+
+#include "hw/chpp/chpp-hca-abi.h"
+
+#ifdef __BIG_ENDIAN
+#error "chpp_hca: the ABI structures are little-endian; only LE guests are supported"
+#endif
+
+#define DRV_NAME "chpp_hca"
+
+/* qp_num exported to ib_core = magic << 12 | device QPN (see docs/guest-driver.md). */
+#define CHPP_QPN_BITS		12
+#define CHPP_QPN_MASK		((1u << CHPP_QPN_BITS) - 1)
+#define CHPP_UD_MAGIC		1
+#define CHPP_IBQPN(magic, idx)	(((u32)(magic) << CHPP_QPN_BITS) | (idx))
+#define CHPP_KERNEL_UAR		0
+#define CHPP_EQ_ENTRIES		256
+#define CHPP_CMD_TIMEOUT_MS	10000
+
+struct chpp_mbox {
+	void *buf;
+	dma_addr_t dma;
+};
+
+/* A DMA-contiguous ring mapped by consecutive 4 KiB MTT entries. */
+struct chpp_buf {
+	void *va;
+	dma_addr_t dma;
+	size_t size;		/* rounded up to PAGE_SIZE */
+	u32 mtt_base;
+	u32 npages;
+};
+
+struct chpp_eq {
+	struct chpp_eqe *ring;
+	dma_addr_t dma;
+	u32 n;
+	u32 ci;
+	u32 eqn;
+	spinlock_t lock;
+};
+
+struct chpp_dev {
+	struct ib_device ibdev;
+	struct pci_dev *pdev;
+	void __iomem *regs;		/* BAR0 */
+	void __iomem *uar;		/* BAR2, kernel UAR page */
+	resource_size_t uar_phys;	/* BAR2 start */
+	struct chpp_dev_cap caps;
+	struct chpp_fw_info fw;
+	u16 node_id;
+	u64 port_guid;
+	bool ib_registered;
+	bool hca_init;
+	bool port_open;
+
+	/* HCR commands */
+	struct mutex cmd_mutex;
+	bool cmd_events;		/* completion by EQE */
+	u8 cmd_toggle;			/* next t bit */
+	u16 cmd_token;
+	struct completion cmd_done;
+	u8 cmd_status;
+	u64 cmd_out;
+	atomic_t cmd_event_count;
+
+	/* the event queue (one, for async events, commands and completions) */
+	struct chpp_eq eq;
+	bool eq_hw;
+	bool irq_requested;
+	atomic_t irq_count;
+
+	/* resources */
+	struct ida pd_ida, mpt_ida, cq_ida, qp_ida;
+	spinlock_t mtt_lock;
+	unsigned long *mtt_bitmap;
+	u8 *mpt_tag;
+	u8 next_magic;
+	struct xarray cq_xa;		/* cqn -> chpp_cq */
+	struct xarray qp_xa;		/* device qpn -> chpp_qp */
+	spinlock_t db_lock;		/* 64-bit CQ doorbells are single writeq */
+	struct dentry *dbg;
+};
+
+struct chpp_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+struct chpp_mr {
+	struct ib_mr ibmr;
+	u32 mpt;
+	struct ib_umem *umem;
+	u32 mtt_base;
+	u32 npages;
+};
+
+struct chpp_ah {
+	struct ib_ah ibah;
+	u16 dest_node;
+};
+
+struct chpp_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	u32 n;
+	u32 ci;
+	struct chpp_buf buf;
+	spinlock_t lock;
+	bool hw;
+};
+
+struct chpp_wq {
+	struct chpp_buf buf;
+	u32 n;			/* WQEs, power of two */
+	u32 shift;		/* log2 of the stride */
+	u32 head;		/* next WQE to write (driver counter) */
+	u32 tail;		/* oldest WQE not completed */
+	u32 max_sge;
+	u64 *wrid;
+};
+
+struct chpp_qp {
+	struct ib_qp ibqp;
+	u32 idx;		/* device QPN */
+	u8 magic;
+	u8 type;		/* enum chpp_qp_type */
+	u8 sig_all;
+	u32 max_inline;
+	enum ib_qp_state state;
+	struct mutex mutex;	/* modify/query/destroy */
+	spinlock_t sq_lock, rq_lock;
+	struct chpp_wq sq, rq;
+	u32 dest_ibqpn;		/* remote qp_num (RC/UC), with its magic */
+	u32 qkey;
+};
+
+static inline struct chpp_dev *to_cdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct chpp_dev, ibdev);
+}
+
+static inline struct chpp_pd *to_cpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct chpp_pd, ibpd);
+}
+
+static inline struct chpp_mr *to_cmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct chpp_mr, ibmr);
+}
+
+static inline struct chpp_cq *to_ccq(struct ib_cq *cq)
+{
+	return container_of(cq, struct chpp_cq, ibcq);
+}
+
+static inline struct chpp_qp *to_cqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct chpp_qp, ibqp);
+}
+
+static inline struct chpp_ah *to_cah(struct ib_ah *ah)
+{
+	return container_of(ah, struct chpp_ah, ibah);
+}
+
+static inline u32 chpp_rd(struct chpp_dev *dev, u32 off)
+{
+	return readl(dev->regs + off);
+}
+
+static inline void chpp_wr(struct chpp_dev *dev, u32 off, u32 val)
+{
+	writel(val, dev->regs + off);
+}
+
+/* chpp_cmd.c */
+int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out, u64 *out_imm);
+int chpp_mbox_alloc(struct chpp_dev *dev, struct chpp_mbox *mb);
+void chpp_mbox_free(struct chpp_dev *dev, struct chpp_mbox *mb);
+void chpp_cmd_event(struct chpp_dev *dev, const struct chpp_eqe *eqe);
+const char *chpp_cmd_name(u16 op);
+const char *chpp_status_name(u8 status);
+int chpp_cmd_query(struct chpp_dev *dev, u16 op, u32 mod, void *out, size_t len);
+int chpp_cmd_in(struct chpp_dev *dev, u16 op, u32 mod, const void *in, size_t len);
+
+/* chpp_eq.c */
+int chpp_eq_init(struct chpp_dev *dev);
+void chpp_eq_cleanup(struct chpp_dev *dev);
+int chpp_nop_selftest(struct chpp_dev *dev);
+
+/* chpp_res.c */
+int chpp_mtt_alloc(struct chpp_dev *dev, u32 n, u32 *base);
+void chpp_mtt_free(struct chpp_dev *dev, u32 base, u32 n);
+int chpp_write_mtt(struct chpp_dev *dev, u32 first, const u64 *entries, u32 n);
+int chpp_buf_alloc(struct chpp_dev *dev, size_t size, struct chpp_buf *buf);
+void chpp_buf_free(struct chpp_dev *dev, struct chpp_buf *buf);
+int chpp_res_init(struct chpp_dev *dev);
+void chpp_res_cleanup(struct chpp_dev *dev);
+
+/* chpp_ib.c */
+int chpp_ib_register(struct chpp_dev *dev);
+void chpp_ib_unregister(struct chpp_dev *dev);
+void chpp_port_event(struct chpp_dev *dev, u8 state);
+extern const struct ib_device_ops chpp_dev_ops;
+
+/* chpp_cq.c */
+int chpp_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		   struct ib_udata *udata);
+int chpp_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int chpp_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int chpp_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void chpp_cq_clean(struct chpp_cq *cq, u32 qpn);
+void chpp_cq_event(struct chpp_dev *dev, u32 cqn, bool error);
+
+/* chpp_qp.c */
+int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		   struct ib_udata *udata);
+int chpp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_udata *udata);
+int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_qp_init_attr *init);
+int chpp_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int chpp_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		   const struct ib_send_wr **bad);
+int chpp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		   const struct ib_recv_wr **bad);
+void chpp_qp_event(struct chpp_dev *dev, u32 qpn, u8 type);
+void chpp_qp_sq_redoorbell(struct chpp_dev *dev, u32 qpn);
+
+#endif /* CHPP_HCA_H */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * chpp-hca: PCI probe and remove (bring-up sequence of docs/README.md).
+ */
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/delay.h>
+#include "chpp_hca.h"
+
+static bool cmd_events = true;
+module_param(cmd_events, bool, 0444);
+MODULE_PARM_DESC(cmd_events, "complete HCR commands by events (default 1; 0 = poll)");
+
+static void chpp_reset(struct chpp_dev *dev)
+{
+	chpp_wr(dev, CHPP_REG_RESET, CHPP_RESET_MAGIC);
+	/* The reset completes before the write returns; flush it. */
+	chpp_rd(dev, CHPP_REG_STATUS);
+	dev->cmd_toggle = 1;	/* HCR reads 0 after reset: t = 0 */
+	dev->cmd_events = false;
+	dev->hca_init = false;
+	dev->port_open = false;
+}
+
+static int chpp_query_caps(struct chpp_dev *dev)
+{
+	struct device *d = &dev->pdev->dev;
+	int err;
+
+	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_FW, 0, &dev->fw, sizeof(dev->fw));
+	if (err)
+		return err;
+	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_DEV_CAP, 0, &dev->caps,
+			     sizeof(dev->caps));
+	if (err)
+		return err;
+	if (dev->fw.abi_major != CHPP_ABI_VERSION_MAJOR) {
+		dev_err(d, "QUERY_FW reports ABI %u.%u, driver speaks %u\n",
+			dev->fw.abi_major, dev->fw.abi_minor,
+			CHPP_ABI_VERSION_MAJOR);
+		return -ENODEV;
+	}
+	if (dev->caps.num_ports != 1 || !dev->caps.max_eqs ||
+	    !dev->caps.num_uar_pages || !dev->caps.max_mtt_entries ||
+	    !dev->caps.max_mpts || !dev->caps.max_pds) {
+		dev_err(d, "unusable capabilities (ports %u eqs %u uars %u)\n",
+			dev->caps.num_ports, dev->caps.max_eqs,
+			dev->caps.num_uar_pages);
+		return -ENODEV;
+	}
+	dev->node_id = dev->caps.node_id;
+	dev->port_guid = CHPP_PORT_GUID_BASE | dev->node_id;
+	dev_info(d, "fw %u.%u.%u ABI %u.%u, node %u, func %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, %u PDs, %u UAR pages, %u MSI-X\n",
+		 dev->fw.fw_major, dev->fw.fw_minor, dev->fw.fw_subminor,
+		 dev->fw.abi_major, dev->fw.abi_minor, dev->node_id,
+		 dev->caps.func, dev->caps.max_qps, dev->caps.max_cqs,
+		 dev->caps.max_eqs, dev->caps.max_mpts,
+		 dev->caps.max_mtt_entries, dev->caps.max_pds,
+		 dev->caps.num_uar_pages, dev->caps.num_msix);
+	return 0;
+}
+
+/* Bring the HCA down: ports, EQ, HCA, then a reset so no DMA is left. */
+static void chpp_hw_down(struct chpp_dev *dev)
+{
+	if (dev->port_open) {
+		chpp_cmd(dev, CHPP_CMD_CLOSE_PORT, 0, 1, 0, NULL);
+		dev->port_open = false;
+	}
+	chpp_eq_cleanup(dev);
+	if (dev->hca_init) {
+		chpp_cmd(dev, CHPP_CMD_CLOSE_HCA, 0, 0, 0, NULL);
+		dev->hca_init = false;
+	}
+	chpp_reset(dev);
+}
+
+static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct chpp_dev *dev;
+	u32 magic, abi, link;
+	int err;
+
+	dev = ib_alloc_device(chpp_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	dev->pdev = pdev;
+	mutex_init(&dev->cmd_mutex);
+	init_completion(&dev->cmd_done);
+	pci_set_drvdata(pdev, dev);
+
+	err = pcim_enable_device(pdev);
+	if (err)
+		goto free_dev;
+	err = pcim_iomap_regions(pdev, BIT(CHPP_BAR_REGS) | BIT(CHPP_BAR_UAR),
+				 DRV_NAME);
+	if (err)
+		goto free_dev;
+	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
+	dev->uar = pcim_iomap_table(pdev)[CHPP_BAR_UAR] +
+		   CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
+	dev->uar_phys = pci_resource_start(pdev, CHPP_BAR_UAR);
+	if (pci_resource_len(pdev, CHPP_BAR_REGS) < CHPP_BAR0_SIZE) {
+		dev_err(&pdev->dev, "BAR0 too small\n");
+		err = -ENODEV;
+		goto free_dev;
+	}
+
+	magic = chpp_rd(dev, CHPP_REG_MAGIC);
+	abi = chpp_rd(dev, CHPP_REG_ABI_VERSION);
+	if (magic != CHPP_MAGIC || (abi >> 16) != CHPP_ABI_VERSION_MAJOR) {
+		dev_err(&pdev->dev, "not a chpp-hca of ABI %u: magic 0x%08x ABI 0x%08x\n",
+			CHPP_ABI_VERSION_MAJOR, magic, abi);
+		err = -ENODEV;
+		goto free_dev;
+	}
+	chpp_reset(dev);
+
+	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		goto free_dev;
+	pci_set_master(pdev);
+
+	err = chpp_query_caps(dev);
+	if (err)
+		goto reset;
+	err = chpp_res_init(dev);
+	if (err)
+		goto reset;
+	err = chpp_cmd(dev, CHPP_CMD_INIT_HCA, 0, CHPP_ABI_VERSION_MAJOR, 0, NULL);
+	if (err)
+		goto res;
+	dev->hca_init = true;
+
+	err = chpp_eq_init(dev);
+	if (err)
+		goto down;
+	if (cmd_events && (chpp_rd(dev, CHPP_REG_CAPS) & CHPP_CAP_CMD_EVENTS)) {
+		err = chpp_nop_selftest(dev);
+		if (err)
+			goto down;
+	}
+
+	err = chpp_cmd(dev, CHPP_CMD_INIT_PORT, 0, 1, 0, NULL);
+	if (err)
+		goto down;
+	dev->port_open = true;
+
+	err = chpp_ib_register(dev);
+	if (err)
+		goto down;
+
+	link = chpp_rd(dev, CHPP_REG_LINK);
+	dev_info(&pdev->dev, "%s: node %u LID %u, link %s%s (peer node %u)\n",
+		 dev_name(&dev->ibdev.dev), dev->node_id, dev->node_id + 1,
+		 (link & CHPP_LINK_ATTACHED) ? "attached" : "none",
+		 (link & CHPP_LINK_UP) ? " up" : "",
+		 link >> CHPP_LINK_PEER_SHIFT);
+	return 0;
+
+down:
+	chpp_hw_down(dev);
+res:
+	chpp_res_cleanup(dev);
+reset:
+	chpp_reset(dev);
+	pci_clear_master(pdev);
+free_dev:
+	ib_dealloc_device(&dev->ibdev);
+	return err;
+}
+
+static void chpp_remove(struct pci_dev *pdev)
+{
+	struct chpp_dev *dev = pci_get_drvdata(pdev);
+	u32 errs;
+
+	chpp_ib_unregister(dev);
+	errs = chpp_rd(dev, CHPP_REG_CNT(CHPP_CNT_GUEST_ERRORS));
+	if (errs)
+		dev_warn(&pdev->dev, "device counted %u guest error(s) since probe\n",
+			 errs);
+	chpp_hw_down(dev);
+	pci_clear_master(pdev);
+	chpp_res_cleanup(dev);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static const struct pci_device_id chpp_ids[] = {
+	{ PCI_DEVICE(CHPP_PCI_VENDOR_ID, CHPP_PCI_DEVICE_ID_PF) },
+	{ PCI_DEVICE(CHPP_PCI_VENDOR_ID, CHPP_PCI_DEVICE_ID_VF) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, chpp_ids);
+
+static struct pci_driver chpp_driver = {
+	.name = DRV_NAME,
+	.id_table = chpp_ids,
+	.probe = chpp_probe,
+	.remove = chpp_remove,
+};
+module_pci_driver(chpp_driver);
+
+MODULE_DESCRIPTION("chpp-hca RDMA adapter (emulated cHPP HCA)");
+MODULE_LICENSE("GPL");
+MODULE_SOFTDEP("pre: ib_core");

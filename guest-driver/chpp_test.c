@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * chpp_test: a kernel verbs test client for chpp-hca. It uses only the kernel
+ * verbs API (ib_core), never the driver's internals.
+ *
+ * debugfs /sys/kernel/debug/chpp_test/:
+ *   ctl    write "setup"                      PD, CQs, an RC QP in INIT, buffers
+ *          write "connect LID QPN RKEY ADDR"  RTR (receives posted) then RTS
+ *          write "connect self"               loopback: connect to its own QP
+ *          write "run"                        SEND, RDMA WRITE, RDMA READ,
+ *                                             FETCH_ADD, CMP_SWAP, WRITE_WITH_IMM
+ *                                             to the peer; then wait for the
+ *                                             peer's SEND and WRITE_WITH_IMM and
+ *                                             verify every byte the peer placed
+ *          write "teardown"
+ *   info   "lid=L qpn=Q rkey=0xK addr=0xA" of the local side (after setup)
+ *   result the outcome of the last "run" ("PASS ..." or "FAIL ...")
+ * Both sides run the same sequence, so the test is symmetric.
+ */
+#include <linux/module.h>
+#include <linux/debugfs.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+#include <linux/uaccess.h>
+#include <rdma/ib_verbs.h>
+
+#define BUF_SIZE	(64 * 1024)
+/* Offsets in the buffer. */
+#define R_SEND_SRC	0x0000	/* 3000 bytes sent with SEND */
+#define R_RECV		0x1000	/* receive buffer of the peer's SEND */
+#define R_WRITE		0x2000	/* the peer's RDMA WRITE lands here (10000 B) */
+#define R_READSRC	0x5000	/* the peer RDMA-READs this (8000 B) */
+#define R_READDST	0x7000	/* our RDMA READ result */
+#define R_WIMM		0x9000	/* the peer's WRITE_WITH_IMM lands here */
+#define R_WIMM_SRC	0xa000
+#define R_WRITE_SRC	0xb000
+#define R_ATOMIC	0xe000	/* 8-byte atomic target of the peer */
+#define R_ATOMRES	0xe100	/* our atomic results */
+
+#define LEN_SEND	3000
+#define LEN_WRITE	10000
+#define LEN_READ	8000
+#define LEN_WIMM	4096
+#define ATOM_START	1000ull
+#define FA_ADD		5ull
+#define CS_SWAP		77ull
+#define IMM_VALUE	0xc0ffee01u
+#define TIMEOUT_MS	30000
+
+struct ct {
+	struct ib_device *ibdev;
+	struct ib_pd *pd;
+	struct ib_cq *scq, *rcq;
+	struct ib_qp *qp;
+	u8 *buf;
+	u64 dma;
+	u16 lid;
+	bool connected;
+	u16 peer_lid;
+	u32 peer_qpn, peer_rkey;
+	u64 peer_addr;
+	wait_queue_head_t wq;
+	atomic_t events;
+	atomic_t comp_irqs;
+	char result[256];
+};
+
+static struct ct ct;
+static DEFINE_MUTEX(ct_mutex);
+static struct dentry *ct_dir;
+
+static u8 pat(int kind, u16 node, u32 i)
+{
+	return (i * 31 + kind * 17 + node * 101) & 0xff;
+}
+
+static void fill(u8 *p, int kind, u16 node, u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pat(kind, node, i);
+}
+
+static int check(const u8 *p, int kind, u16 node, u32 len, const char *what)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] != pat(kind, node, i)) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL %s: byte %u is 0x%02x, expected 0x%02x\n",
+				 what, i, p[i], pat(kind, node, i));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static void ct_comp(struct ib_cq *cq, void *ctx)
+{
+	atomic_inc(&ct.comp_irqs);
+	atomic_set(&ct.events, 1);
+	wake_up(&ct.wq);
+}
+
+static void ct_event(struct ib_event *ev, void *ctx)
+{
+	pr_info("chpp_test: async event %s\n", ib_event_msg(ev->event));
+}
+
+/* Poll one completion, sleeping on the completion interrupt in between. */
+static int ct_wait(struct ib_cq *cq, struct ib_wc *wc, const char *what)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(TIMEOUT_MS);
+
+	for (;;) {
+		long left;
+
+		if (ib_poll_cq(cq, 1, wc) > 0)
+			break;
+		if (ib_req_notify_cq(cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+			continue;
+		left = (long)end - (long)jiffies;
+		if (left <= 0) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL %s: no completion within %d ms\n", what,
+				 TIMEOUT_MS);
+			return -ETIMEDOUT;
+		}
+		wait_event_timeout(ct.wq, atomic_xchg(&ct.events, 0), left);
+	}
+	if (wc->status != IB_WC_SUCCESS) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL %s: completion status %s (vendor_err %u)\n", what,
+			 ib_wc_status_msg(wc->status), wc->vendor_err);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void ct_teardown(void)
+{
+	if (ct.qp)
+		ib_destroy_qp(ct.qp);
+	if (ct.scq)
+		ib_destroy_cq(ct.scq);
+	if (ct.rcq)
+		ib_destroy_cq(ct.rcq);
+	if (ct.buf && ct.ibdev)
+		ib_dma_unmap_single(ct.ibdev, ct.dma, BUF_SIZE, DMA_BIDIRECTIONAL);
+	if (ct.pd)
+		ib_dealloc_pd(ct.pd);
+	kfree(ct.buf);
+	ct.qp = NULL;
+	ct.scq = ct.rcq = NULL;
+	ct.pd = NULL;
+	ct.buf = NULL;
+	ct.connected = false;
+}
+
+static int ct_setup(void)
+{
+	struct ib_cq_init_attr cqa = { .cqe = 64 };
+	struct ib_qp_init_attr qpa = {};
+	struct ib_qp_attr a = {};
+	struct ib_port_attr pa;
+	int err;
+
+	if (!ct.ibdev)
+		return -ENODEV;
+	ct_teardown();
+	err = ib_query_port(ct.ibdev, 1, &pa);
+	if (err)
+		return err;
+	ct.lid = pa.lid;
+	ct.buf = kzalloc(BUF_SIZE, GFP_KERNEL);
+	if (!ct.buf)
+		return -ENOMEM;
+	fill(ct.buf + R_READSRC, 3, ct.lid - 1, LEN_READ);
+	*(u64 *)(ct.buf + R_ATOMIC) = ATOM_START;
+	ct.dma = ib_dma_map_single(ct.ibdev, ct.buf, BUF_SIZE, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(ct.ibdev, ct.dma)) {
+		kfree(ct.buf);
+		ct.buf = NULL;
+		return -ENOMEM;
+	}
+	/* The unsafe global rkey makes the whole buffer remotely accessible. */
+	ct.pd = ib_alloc_pd(ct.ibdev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	if (IS_ERR(ct.pd)) {
+		err = PTR_ERR(ct.pd);
+		ct.pd = NULL;
+		goto fail;
+	}
+	ct.scq = ib_create_cq(ct.ibdev, ct_comp, NULL, NULL, &cqa);
+	if (IS_ERR(ct.scq)) {
+		err = PTR_ERR(ct.scq);
+		ct.scq = NULL;
+		goto fail;
+	}
+	ct.rcq = ib_create_cq(ct.ibdev, ct_comp, NULL, NULL, &cqa);
+	if (IS_ERR(ct.rcq)) {
+		err = PTR_ERR(ct.rcq);
+		ct.rcq = NULL;
+		goto fail;
+	}
+	qpa.event_handler = ct_event;
+	qpa.send_cq = ct.scq;
+	qpa.recv_cq = ct.rcq;
+	qpa.qp_type = IB_QPT_RC;
+	qpa.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qpa.cap.max_send_wr = 16;
+	qpa.cap.max_recv_wr = 16;
+	qpa.cap.max_send_sge = 2;
+	qpa.cap.max_recv_sge = 2;
+	ct.qp = ib_create_qp(ct.pd, &qpa);
+	if (IS_ERR(ct.qp)) {
+		err = PTR_ERR(ct.qp);
+		ct.qp = NULL;
+		goto fail;
+	}
+	a.qp_state = IB_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+	err = ib_modify_qp(ct.qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (err)
+		goto fail;
+	pr_info("chpp_test: setup on %s: lid=%u qpn=%u rkey=0x%x addr=0x%llx\n",
+		dev_name(&ct.ibdev->dev), ct.lid, ct.qp->qp_num,
+		ct.pd->unsafe_global_rkey, ct.dma);
+	return 0;
+fail:
+	ct_teardown();
+	return err;
+}
+
+static int ct_post_recv(u64 off, u32 len, u64 id)
+{
+	struct ib_sge sge = {
+		.addr = ct.dma + off, .length = len, .lkey = ct.pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(ct.qp, &wr, NULL);
+}
+
+static int ct_connect(u16 lid, u32 qpn, u32 rkey, u64 addr)
+{
+	struct ib_qp_attr a = {};
+	int err;
+
+	if (!ct.qp)
+		return -EINVAL;
+	ct.peer_lid = lid;
+	ct.peer_qpn = qpn;
+	ct.peer_rkey = rkey;
+	ct.peer_addr = addr;
+
+	/* Receives for the peer's SEND and WRITE_WITH_IMM, before RTR. */
+	err = ct_post_recv(R_RECV, 4096, 1);
+	if (!err)
+		err = ct_post_recv(R_WIMM, 16, 2);	/* WRITE_IMM uses no bytes */
+	if (err)
+		return err;
+
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;	/* exercise segmentation */
+	a.dest_qp_num = qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_dlid(&a.ah_attr, lid);
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	err = ib_modify_qp(ct.qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;		/* 67 ms */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;	/* infinite */
+	a.sq_psn = 0;
+	a.max_rd_atomic = 4;
+	err = ib_modify_qp(ct.qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
+			   IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			   IB_QP_MAX_QP_RD_ATOMIC);
+	if (err)
+		return err;
+	ct.connected = true;
+	pr_info("chpp_test: connected to lid=%u qpn=%u\n", lid, qpn);
+	return 0;
+}
+
+static int ct_send(enum ib_wr_opcode op, u64 off, u32 len, u64 roff,
+		   u64 cmp, u64 swap, const char *what)
+{
+	struct ib_sge sge = {
+		.addr = ct.dma + off, .length = len, .lkey = ct.pd->local_dma_lkey,
+	};
+	struct ib_atomic_wr aw = {};
+	struct ib_rdma_wr rw = {};
+	struct ib_send_wr *wr;
+	struct ib_wc wc;
+	int err;
+
+	if (op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		aw.remote_addr = ct.peer_addr + roff;
+		aw.rkey = ct.peer_rkey;
+		aw.compare_add = cmp;
+		aw.swap = swap;
+		wr = &aw.wr;
+	} else {
+		rw.remote_addr = ct.peer_addr + roff;
+		rw.rkey = ct.peer_rkey;
+		wr = &rw.wr;
+	}
+	wr->wr_id = 0x1000 + op;
+	wr->opcode = op;
+	wr->send_flags = IB_SEND_SIGNALED;
+	wr->sg_list = &sge;
+	wr->num_sge = 1;
+	if (op == IB_WR_RDMA_WRITE_WITH_IMM)
+		wr->ex.imm_data = cpu_to_be32(IMM_VALUE);
+	err = ib_post_send(ct.qp, wr, NULL);
+	if (err) {
+		snprintf(ct.result, sizeof(ct.result), "FAIL %s: post_send %d\n",
+			 what, err);
+		return err;
+	}
+	err = ct_wait(ct.scq, &wc, what);
+	if (err)
+		return err;
+	if (wc.wr_id != 0x1000 + op) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL %s: wr_id 0x%llx, expected 0x%x\n", what, wc.wr_id,
+			 0x1000 + op);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int ct_run(void)
+{
+	u16 me = ct.lid - 1, peer = ct.peer_lid - 1;
+	u64 *res = (u64 *)(ct.buf + R_ATOMRES);
+	struct ib_wc wc;
+	int err, i;
+
+	if (!ct.connected)
+		return -ENOTCONN;
+	ct.result[0] = 0;
+	fill(ct.buf + R_SEND_SRC, 1, me, LEN_SEND);
+	fill(ct.buf + R_WRITE_SRC, 2, me, LEN_WRITE);
+	fill(ct.buf + R_WIMM_SRC, 4, me, LEN_WIMM);
+	memset(ct.buf + R_READDST, 0, LEN_READ);
+	res[0] = res[1] = ~0ull;
+
+	err = ct_send(IB_WR_SEND, R_SEND_SRC, LEN_SEND, 0, 0, 0, "SEND");
+	if (!err)
+		err = ct_send(IB_WR_RDMA_WRITE, R_WRITE_SRC, LEN_WRITE, R_WRITE,
+			      0, 0, "RDMA_WRITE");
+	if (!err)
+		err = ct_send(IB_WR_RDMA_READ, R_READDST, LEN_READ, R_READSRC,
+			      0, 0, "RDMA_READ");
+	if (!err)
+		err = check(ct.buf + R_READDST, 3, peer, LEN_READ,
+			    "RDMA_READ data");
+	if (!err)
+		err = ct_send(IB_WR_ATOMIC_FETCH_AND_ADD, R_ATOMRES, 8,
+			      R_ATOMIC, FA_ADD, 0, "FETCH_ADD");
+	if (!err)
+		err = ct_send(IB_WR_ATOMIC_CMP_AND_SWP, R_ATOMRES + 8, 8,
+			      R_ATOMIC, ATOM_START + FA_ADD, CS_SWAP, "CMP_SWAP");
+	if (!err && (res[0] != ATOM_START || res[1] != ATOM_START + FA_ADD)) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL atomics returned %llu and %llu, expected %llu and %llu\n",
+			 res[0], res[1], ATOM_START, ATOM_START + FA_ADD);
+		err = -EIO;
+	}
+	/* Last: it tells the peer that all our operations are done. */
+	if (!err)
+		err = ct_send(IB_WR_RDMA_WRITE_WITH_IMM, R_WIMM_SRC, LEN_WIMM,
+			      R_WIMM, 0, 0, "RDMA_WRITE_WITH_IMM");
+	if (err)
+		goto out;
+
+	/* The peer's SEND, then its WRITE_WITH_IMM. */
+	for (i = 1; i <= 2 && !err; i++) {
+		err = ct_wait(ct.rcq, &wc, i == 1 ? "RECV of the peer's SEND" :
+						   "RECV of the peer's WRITE_WITH_IMM");
+		if (err)
+			break;
+		if (wc.wr_id != i) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL receive %d: wr_id %llu\n", i, wc.wr_id);
+			err = -EIO;
+		} else if (i == 1 && (wc.opcode != IB_WC_RECV ||
+				      wc.byte_len != LEN_SEND)) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL RECV: opcode %d byte_len %u\n", wc.opcode,
+				 wc.byte_len);
+			err = -EIO;
+		} else if (i == 2 && (wc.opcode != IB_WC_RECV_RDMA_WITH_IMM ||
+				      !(wc.wc_flags & IB_WC_WITH_IMM) ||
+				      be32_to_cpu(wc.ex.imm_data) != IMM_VALUE ||
+				      wc.byte_len != LEN_WIMM)) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL RECV_RDMA_WITH_IMM: opcode %d flags 0x%x imm 0x%x len %u\n",
+				 wc.opcode, wc.wc_flags,
+				 be32_to_cpu(wc.ex.imm_data), wc.byte_len);
+			err = -EIO;
+		}
+	}
+	if (!err)
+		err = check(ct.buf + R_RECV, 1, peer, LEN_SEND, "received SEND data");
+	if (!err)
+		err = check(ct.buf + R_WRITE, 2, peer, LEN_WRITE, "RDMA_WRITE data");
+	if (!err)
+		err = check(ct.buf + R_WIMM, 4, peer, LEN_WIMM,
+			    "RDMA_WRITE_WITH_IMM data");
+	if (!err && *(u64 *)(ct.buf + R_ATOMIC) != CS_SWAP) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL atomic target is %llu, expected %llu\n",
+			 *(u64 *)(ct.buf + R_ATOMIC), CS_SWAP);
+		err = -EIO;
+	}
+out:
+	if (!err)
+		snprintf(ct.result, sizeof(ct.result),
+			 "PASS node %u <-> node %u: SEND %u B, RDMA_WRITE %u B, RDMA_READ %u B, FETCH_ADD, CMP_SWAP, WRITE_WITH_IMM %u B both ways, bytes verified (%d completion interrupts)\n",
+			 me, peer, LEN_SEND, LEN_WRITE, LEN_READ, LEN_WIMM,
+			 atomic_read(&ct.comp_irqs));
+	pr_info("chpp_test: %s", ct.result);
+	return err;
+}
+
+static ssize_t ct_ctl_write(struct file *f, const char __user *ubuf,
+			    size_t len, loff_t *pos)
+{
+	char cmd[128];
+	unsigned int lid, qpn, rkey;
+	unsigned long long addr;
+	int err;
+
+	if (len >= sizeof(cmd))
+		return -EINVAL;
+	if (copy_from_user(cmd, ubuf, len))
+		return -EFAULT;
+	cmd[len] = 0;
+	strim(cmd);
+	mutex_lock(&ct_mutex);
+	if (!strcmp(cmd, "setup")) {
+		err = ct_setup();
+	} else if (!strcmp(cmd, "connect self")) {
+		err = ct.qp ? ct_connect(ct.lid, ct.qp->qp_num,
+					 ct.pd->unsafe_global_rkey, ct.dma) : -EINVAL;
+	} else if (sscanf(cmd, "connect %u %u %x %llx", &lid, &qpn, &rkey,
+			  &addr) == 4) {
+		err = ct_connect(lid, qpn, rkey, addr);
+	} else if (!strcmp(cmd, "run")) {
+		err = ct_run();
+	} else if (!strcmp(cmd, "teardown")) {
+		ct_teardown();
+		err = 0;
+	} else {
+		err = -EINVAL;
+	}
+	mutex_unlock(&ct_mutex);
+	if (err)
+		pr_err("chpp_test: '%s' failed: %d\n", cmd, err);
+	return err ? err : len;
+}
+
+static ssize_t ct_info_read(struct file *f, char __user *ubuf, size_t len,
+			    loff_t *pos)
+{
+	char s[128];
+	int n = 0;
+
+	mutex_lock(&ct_mutex);
+	if (ct.qp)
+		n = scnprintf(s, sizeof(s), "lid=%u qpn=%u rkey=0x%x addr=0x%llx\n",
+			      ct.lid, ct.qp->qp_num, ct.pd->unsafe_global_rkey,
+			      ct.dma);
+	mutex_unlock(&ct_mutex);
+	return simple_read_from_buffer(ubuf, len, pos, s, n);
+}
+
+static ssize_t ct_result_read(struct file *f, char __user *ubuf, size_t len,
+			      loff_t *pos)
+{
+	ssize_t r;
+
+	mutex_lock(&ct_mutex);
+	r = simple_read_from_buffer(ubuf, len, pos, ct.result,
+				    strlen(ct.result));
+	mutex_unlock(&ct_mutex);
+	return r;
+}
+
+static const struct file_operations ct_ctl_fops = {
+	.owner = THIS_MODULE,
+	.write = ct_ctl_write,
+};
+
+static const struct file_operations ct_info_fops = {
+	.owner = THIS_MODULE,
+	.read = ct_info_read,
+};
+
+static const struct file_operations ct_result_fops = {
+	.owner = THIS_MODULE,
+	.read = ct_result_read,
+};
+
+static int ct_add(struct ib_device *ibdev)
+{
+	if (strncmp(dev_name(&ibdev->dev), "chpp", 4))
+		return -EOPNOTSUPP;
+	mutex_lock(&ct_mutex);
+	if (!ct.ibdev)
+		ct.ibdev = ibdev;
+	mutex_unlock(&ct_mutex);
+	return 0;
+}
+
+static void ct_remove(struct ib_device *ibdev, void *data)
+{
+	mutex_lock(&ct_mutex);
+	if (ct.ibdev == ibdev) {
+		ct_teardown();
+		ct.ibdev = NULL;
+	}
+	mutex_unlock(&ct_mutex);
+}
+
+static struct ib_client ct_client = {
+	.name = "chpp_test",
+	.add = ct_add,
+	.remove = ct_remove,
+};
+
+static int __init ct_init(void)
+{
+	int err;
+
+	init_waitqueue_head(&ct.wq);
+	ct_dir = debugfs_create_dir("chpp_test", NULL);
+	debugfs_create_file("ctl", 0200, ct_dir, NULL, &ct_ctl_fops);
+	debugfs_create_file("info", 0444, ct_dir, NULL, &ct_info_fops);
+	debugfs_create_file("result", 0444, ct_dir, NULL, &ct_result_fops);
+	err = ib_register_client(&ct_client);
+	if (err)
+		debugfs_remove_recursive(ct_dir);
+	return err;
+}
+
+static void __exit ct_exit(void)
+{
+	debugfs_remove_recursive(ct_dir);
+	ib_unregister_client(&ct_client);
+}
+
+module_init(ct_init);
+module_exit(ct_exit);
+MODULE_DESCRIPTION("chpp-hca kernel verbs test client");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Boot two Linux guests, each with a chpp-hca (node ids 1 and 2) joined by a
+# link (unix socket chardev: server on node 1, reconnect=1 on node 2) and a
+# control network (virtio-net over a unix dgram netdev, 10.0.2.1 and
+# 10.0.2.2). Each guest loads the guest driver (guest-driver/chpp_hca.ko),
+# checks that the ib device's port is ACTIVE, unloads and reloads it, then
+# the kernel verbs test client (chpp_test.ko) moves data with SEND, RDMA
+# WRITE, RDMA READ, atomics and WRITE_WITH_IMM in both directions and
+# verifies the bytes.
+#
+#   scripts/pair.sh [options] [-- extra QEMU args for both guests]
+#
+#   --single          one guest, no link: loopback traffic (QP to itself)
+#   --loops K         load/unload the driver K times first (default 2)
+#   --shell N         keep guest N interactive on this terminal after the test
+#                     (the other guest's console goes to its log only)
+#   --notest          only load the driver (with --shell: a guest to play in)
+#   --trace           trace the devices: build/guest/pair-nodeN.trace
+#   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
+#   --timeout SEC     kill the guests after SEC seconds (default 300)
+#   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
+#   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
+#   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
+#
+# Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log). Monitors (HMP, e.g. for fault
+# injection with qom-set /machine/peripheral/hca0 fault-cut true):
+# <run dir>/mon1.sock, mon2.sock (printed at start). Exit status 0 only when
+# every guest reports "chpp-guest: RESULT PASS".
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300
+QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
+EXTRA=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --single) SINGLE=1 ;;
+        --loops) LOOPS=$2; shift ;;
+        --shell) SHELL_NODE=$2; shift ;;
+        --notest) NOTEST=1 ;;
+        --trace) TRACE=1 ;;
+        --gdb) GDB_NODE=$2; shift ;;
+        --timeout) TIMEOUT=$2; shift ;;
+        --qemu) QEMU=$2; shift ;;
+        --kargs) KARGS=$2; shift ;;
+        --device-args) DEVARGS=",$2"; shift ;;
+        --) shift; EXTRA=("$@"); break ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) chpp_die "unknown option '$1' (see --help)" ;;
+    esac
+    shift
+done
+
+GUEST="$CHPP_BUILD/guest"
+mkdir -p "$GUEST"
+[ -x "$QEMU" ] || chpp_die "no QEMU at $QEMU; run scripts/build-qemu.sh first"
+KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
+[ -n "$KERNEL" ] || chpp_die "no /boot/vmlinuz-*; run scripts/setup.sh (linux-image-amd64)"
+KVER=${KERNEL##*/vmlinuz-}
+MODSRC=/lib/modules/$KVER
+[ -d "$MODSRC/build" ] || chpp_die "no $MODSRC/build; run scripts/setup.sh (linux-headers-amd64)"
+
+RUN=$(mktemp -d /tmp/chpp-pair.XXXXXX)
+declare -A QPID=()
+cleanup() {
+    local p
+    for p in "${QPID[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+MODE=pair
+[ "$SINGLE" = 1 ] && MODE=single
+LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
+
+# --- the driver, built against the guest kernel ---------------------------------
+chpp_log "building guest-driver/ for $KVER"
+flock "$GUEST/driver-build.lock" \
+    make -s -C "$CHPP_ROOT/guest-driver" KVER="$KVER" >"$GUEST/driver-build.log" 2>&1 ||
+    { cat "$GUEST/driver-build.log" >&2; chpp_die "driver build failed"; }
+
+# --- initramfs: busybox, /init, modules in dependency order ----------------------
+# Modules the guests need, by name; their dependencies are added first.
+WANT=(ib_core ib_uverbs virtio_pci virtio_net)
+declare -A SEEN=()
+ORDER=()
+add_mod() {
+    local m=$1 d
+    [ -n "${SEEN[$m]:-}" ] && return
+    SEEN[$m]=1
+    for d in $(modinfo -k "$KVER" -F depends "$m" | tr ',' ' '); do add_mod "$d"; done
+    ORDER+=("$m")
+}
+for m in "${WANT[@]}"; do add_mod "$m"; done
+
+INITRD="$RUN/initramfs.cpio.gz"
+ROOT="$RUN/initramfs"
+mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
+cp /bin/busybox "$ROOT/bin/busybox"
+ln -s busybox "$ROOT/bin/sh"
+install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
+for m in "${ORDER[@]}"; do
+    f=$(modinfo -k "$KVER" -n "$m")
+    case "$f" in
+        *.ko) cp "$f" "$ROOT/lib/modules/$KVER/$m.ko" ;;
+        *.ko.xz) xz -dc "$f" >"$ROOT/lib/modules/$KVER/$m.ko" ;;
+        *.ko.zst) zstd -qdc "$f" >"$ROOT/lib/modules/$KVER/$m.ko" ;;
+        *) chpp_die "module $m: unsupported file $f" ;;
+    esac
+    echo "$m" >>"$ROOT/lib/modules/$KVER/load.list"
+done
+cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
+   "$ROOT/lib/modules/$KVER/"
+(cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
+    cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
+chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test"
+
+# --- the guests ---------------------------------------------------------------------
+NODES=(1 2)
+[ "$SINGLE" = 1 ] && NODES=(1)
+qemu_cmd() {
+    local n=$1 peer=$((3 - $1)) append
+    append="console=ttyS0 quiet panic=-1 chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
+    [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
+    [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
+    [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
+    [ -n "$KARGS" ] && append="$append $KARGS"
+    CMD=("$QEMU" -M q35 -accel tcg -m 512M -nographic -no-reboot
+         -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
+         -monitor "unix:$RUN/mon$n.sock,server=on,wait=off"
+         -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
+    if [ "$SINGLE" = 1 ]; then
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n$DEVARGS")
+    else
+        if [ "$n" = 1 ]; then
+            CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,server=on,wait=off")
+        else
+            CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
+        fi
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk$DEVARGS"
+              -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
+              -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
+    fi
+    [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
+    [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb tcp::1234 -S)
+    CMD+=("${EXTRA[@]}")
+}
+
+chpp_log "run dir $RUN (monitors mon1.sock, mon2.sock); consoles build/guest/$MODE-node{1,2}.log"
+start=$(date +%s.%N)
+TO=()
+[ "$TIMEOUT" != 0 ] && [ "$SHELL_NODE" = 0 ] && TO=(timeout --kill-after=5 "$TIMEOUT")
+for n in "${NODES[@]}"; do
+    qemu_cmd "$n"
+    chpp_log "node $n: $(printf '%q ' "${CMD[@]}" | sed "s|$CHPP_ROOT/||g")"
+    if [ "$SHELL_NODE" = "$n" ]; then
+        continue    # started last, in the foreground
+    fi
+    : >"$LOG-node$n.log"
+    "${TO[@]}" "${CMD[@]}" </dev/null >"$LOG-node$n.log" 2>&1 &
+    QPID[$n]=$!
+    # Live progress: the guest's result lines, prefixed with the node.
+    tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
+        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
+        sed -u "s/\r//g; s/^/[node$n] /" &
+    sleep 0.5   # node 1 creates the link socket
+done
+declare -A RC=()
+if [ "$SHELL_NODE" != 0 ]; then
+    qemu_cmd "$SHELL_NODE"
+    "${CMD[@]}" 2>&1 | tee "$LOG-node$SHELL_NODE.log" || true
+    RC[$SHELL_NODE]=0
+fi
+for n in "${!QPID[@]}"; do
+    rc=0
+    wait "${QPID[$n]}" || rc=$?
+    RC[$n]=$rc
+    unset "QPID[$n]"
+done
+wait 2>/dev/null || true    # the progress pipelines end with their QEMU
+secs=$(echo "$(date +%s.%N) $start" | awk '{printf "%.1f", $1 - $2}')
+
+ok=1
+for n in "${NODES[@]}"; do
+    rc=${RC[$n]}
+    res=$(tr -d '\r' <"$LOG-node$n.log" | grep -a 'chpp-guest: RESULT' | tail -n 1 || true)
+    [ "$rc" = 124 ] && chpp_log "node $n: QEMU timed out after ${TIMEOUT}s"
+    chpp_log "node $n: QEMU status $rc; ${res:-no RESULT line}"
+    case "$res" in *"RESULT PASS"*) ;; *) ok=0 ;; esac
+    [ "$rc" = 0 ] || ok=0
+done
+chpp_log "finished in ${secs}s"
+[ "$ok" = 1 ] || chpp_die "FAILED (see build/guest/$MODE-node*.log)"
+chpp_log "PASS"
