@@ -548,10 +548,12 @@ void chpp_link_unrealize(ChppHcaState *s)
     timer_free(l->delay_timer);
 }
 
-/* A device reset forgets queued traffic; the connection itself stays. */
+/*
+ * A device reset forgets queued traffic.  The connection stays, and so do
+ * the fault-injection settings: they belong to the host, not the guest.
+ */
 void chpp_link_reset(ChppHcaState *s)
 {
-    ChppLink *l = &s->link;
     unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
@@ -562,9 +564,6 @@ void chpp_link_reset(ChppHcaState *s)
             chpp_link_consumed(chpp_pf(s), vc);
         }
     }
-    l->drop_next = l->drop_every = l->drop_percent = 0;
-    l->corrupt_next = l->dup_next = 0;
-    l->delay_ns = 0;
 }
 
 static void chpp_link_cut(Object *obj, bool value, Error **errp)

@@ -668,10 +668,18 @@ static void test_hostile_peer(void)
 /* Without a chardev another node is unreachable. */
 static void test_no_link(void)
 {
-    ChppDev *d = chpp_start("node-id=1", NULL);
+    ChppDev *d = chpp_start("node-id=1,fault-drop-every=5", NULL);
+    QDict *rsp;
 
     g_assert_cmphex(chpp_rd(d, CHPP_REG_LINK), ==, 0);
     g_assert_false(chpp_rd(d, CHPP_REG_CAPS) & CHPP_CAP_LINK);
+    /* Fault settings are the host's: a guest reset keeps them. */
+    chpp_wr(d, CHPP_REG_RESET, CHPP_RESET_MAGIC);
+    rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                    "{'path': %s, 'property': 'fault-drop-every'}}",
+                    DEV_PATH);
+    g_assert_cmpuint(qdict_get_int(rsp, "return"), ==, 5);
+    qobject_unref(rsp);
     chpp_stop(d);
 }
 
