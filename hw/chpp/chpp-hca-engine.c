@@ -395,6 +395,8 @@ bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
         .wr_id = cpu_to_le64(wr_id),
         .byte_len = cpu_to_le32(byte_len),
         .qpn = cpu_to_le32(chpp_qpn(s, qp)),
+        /* Send completions are in order: this is WQE sq_comp. */
+        .src_qp = cpu_to_le32(qp->eng.sq_comp),
         .vendor_err = verr,
         .opcode = opcode,
         .status = status,

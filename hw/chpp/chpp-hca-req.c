@@ -618,6 +618,7 @@ void chpp_req_flush(ChppHcaState *s, ChppQp *qp)
                       e->status ? e->vendor_err : CHPP_VERR_FLUSH, 0);
         qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
         qp->eng.infl_count--;
+        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
     }
     qp->eng.rd_atomic = 0;
     while (qp->sq_ci != qp->sq_pi) {
@@ -631,6 +632,7 @@ void chpp_req_flush(ChppHcaState *s, ChppQp *qp)
                       chpp_cqe_send_opcode(ctrl.opcode), CHPP_WC_WR_FLUSH_ERR,
                       CHPP_VERR_FLUSH, 0);
         qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+        qp->eng.sq_comp = qp->sq_ci;
     }
     qp->eng.sq_comp = qp->sq_ci;
     qp->eng.sq_limit = qp->sq_ci;

@@ -549,8 +549,14 @@ static void test_unsignaled_and_sig_all(void)
     wqe_raddr(w, buf + 2048, key);
     wqe_sge(w, buf, 16, key);
     post_send(f, &f->a, w, true);
-    /* Only the signaled one completes visibly. */
-    expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    /* Only the signaled one completes visibly, naming its WQE index. */
+    {
+        struct chpp_cqe cqe;
+
+        poll_cq(f, SCQ, &cqe);
+        g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 2);
+        g_assert_cmpuint(le32_to_cpu(cqe.src_qp), ==, 1);
+    }
     assert_no_cqe(f, SCQ);
     fx_free(f);
 }
@@ -609,6 +615,8 @@ static void test_err_local_protection(void)
     expect_cqe(f, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
     expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_LOC_PROT_ERR, 0);
     expect_cqe(f, SCQ, 3, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qtest_readl(f->d->qts, f->cq[SCQ].ring + 2 * 32 +
+                                 offsetof(struct chpp_cqe, src_qp)), ==, 2);
     g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
     /* In ERR, new work is flushed at once. */
     w = wqe_new(CHPP_WQE_SEND, 0, 4, 0);

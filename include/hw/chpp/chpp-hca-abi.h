@@ -657,7 +657,7 @@ struct chpp_cqe {
     uint32_t byte_len;
     uint32_t imm;
     uint32_t qpn;               /* local QP */
-    uint32_t src_qp;            /* receive: sender's QPN */
+    uint32_t src_qp;            /* receive: sender's QPN; send: WQE index */
     uint16_t src_node;          /* receive: sender's node id */
     uint8_t  src_vf;
     uint8_t  vendor_err;        /* enum chpp_vendor_err for errors */
