@@ -25,6 +25,9 @@ PACKAGES=(
     seabios qemu-system-data ipxe-qemu
     # guest: Debian kernel + busybox initramfs
     linux-image-amd64 linux-headers-amd64 busybox-static cpio gzip
+    # sanitizer and fuzzing builds (build-qemu.sh --asan/--fuzz): clang, its
+    # runtimes (ASan, UBSan, libFuzzer) and llvm-symbolizer for the reports
+    clang libclang-rt-14-dev llvm
     # timeout(1) etc.
     coreutils
 )
