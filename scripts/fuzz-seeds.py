@@ -14,9 +14,14 @@ opcode byte and a little-endian payload.
                                    fuzzer maps the BARs itself)
   guest memory writes           -> OP_ADD_DMA_PATTERN, emitted (after an
                                    OP_CLEAR_DMA_PATTERNS) before the next
-                                   register write, so the device's next DMA
-                                   reads of mailboxes, rings and WQEs get the
-                                   bytes the test wrote
+                                   register write, newest first: the fuzzer
+                                   hands patterns out in order, one per DMA
+                                   read, and the device's first read after a
+                                   doorbell or HCR write is of what the test
+                                   wrote last (the mailbox, the WQE). Patterns
+                                   are cut at 512 bytes (they repeat to fill
+                                   longer reads); memsets (zeroing, poison)
+                                   are dropped.
   clock_step                    -> OP_CLOCK_STEP
 Reads are dropped. The fuzzer's MMIO region indices follow the flat view of
 the chpp-hca regions, lowest address first: 0 registers (BAR0 0x0-0x1fff),
@@ -36,7 +41,7 @@ OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 8, 9
 SIZES = {1: 0, 2: 1, 4: 2, 8: 3}
 BAR0_SIZE, MSIX_TABLE, MSIX_PBA = 0x4000, 0x2000, 0x3000
 BAR2_MAX = 1 << 22          # 1024 UAR pages
-MAX_PATTERN = 4096
+MAX_PATTERN = 512
 MAX_SEED = 65536
 
 
@@ -72,7 +77,7 @@ class Seed:
     def flush_dma(self):
         if self.pending:
             self.op(OP_CLEAR_DMA_PATTERNS)
-            for data in self.pending:
+            for data in reversed(self.pending):
                 self.op(OP_ADD_DMA_PATTERN, b"\0\0" + data[:MAX_PATTERN])
             self.pending = []
 
@@ -145,9 +150,6 @@ def parse(path):
                     cur.mem_write(int(args[0], 0), bytes.fromhex(hexdata))
                 elif cmd == "b64write":
                     cur.mem_write(int(args[0], 0), base64.b64decode(args[2]))
-                elif cmd == "memset":
-                    cur.mem_write(int(args[0], 0),
-                                  bytes([int(args[2], 0)]) * min(int(args[1], 0), 64))
                 elif cmd == "clock_step":
                     if not cur.ops or cur.ops[-1] != bytes([OP_CLOCK_STEP]):
                         cur.op(OP_CLOCK_STEP)

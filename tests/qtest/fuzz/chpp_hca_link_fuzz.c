@@ -343,13 +343,18 @@ static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
     }
 }
 
+/*
+ * cmd-latency-ns: the helpers wait for commands by stepping the virtual
+ * clock, and the in-process qtest runs no main-loop iteration on its own.
+ */
 static GString *lf_cmdline(FuzzTarget *t)
 {
     return g_string_new(TARGET_NAME " -machine q35,accel=qtest -nodefaults "
                         "-display none -m 128M "
                         "-device chpp-hca,addr=04.0,num-qps=4,num-cqs=4,"
                         "num-eqs=2,num-mpts=16,num-pds=4,msix-vectors=4,"
-                        "uar-pages=4,num-mtts=256,node-id=0");
+                        "uar-pages=4,num-mtts=256,node-id=0,"
+                        "cmd-latency-ns=1000");
 }
 
 static void register_chpp_hca_link_fuzz(void)
