@@ -2,6 +2,11 @@
 """Turn qtest traffic into seeds for QEMU's generic fuzzer (generic-fuzz-chpp-hca).
 
     scripts/fuzz-seeds.py OUTDIR LOG...
+    scripts/fuzz-seeds.py --link OUTDIR
+
+With --link, write a few seeds for the chpp-hca-link target instead
+(tests/qtest/fuzz/chpp_hca_link_fuzz.c): per wire opcode, one structured
+packet to each QP, a clock step and a posted work request.
 
 Each LOG is the server-side qtest log of a chpp qtest run (QTEST_LOG=1, the
 "[R +t] cmd" lines QEMU writes). Every QEMU started by the test (an "OPENED"
@@ -42,7 +47,7 @@ SIZES = {1: 0, 2: 1, 4: 2, 8: 3}
 BAR0_SIZE, MSIX_TABLE, MSIX_PBA = 0x4000, 0x2000, 0x3000
 BAR2_MAX = 1 << 22          # 1024 UAR pages
 MAX_PATTERN = 512
-MAX_SEED = 65536
+MAX_SEED = 16384
 
 
 class Seed:
@@ -112,7 +117,7 @@ class Seed:
         self.dev_writes += 1
 
     def data(self):
-        # The fuzz runs use -max_len=65536: keep the ops that fit.
+        # The fuzz runs use -max_len=16384: keep the ops that fit.
         out, size = [], 0
         for op in self.ops:
             size += len(op) + len(SEP)
@@ -158,7 +163,33 @@ def parse(path):
     return [s for s in seeds if s.dev_writes]
 
 
+def link_seeds(out):
+    os.makedirs(out, exist_ok=True)
+    peer = [1, 0, 2, 3]
+    n = 0
+    for op in range(12):
+        recs = []
+        for qp in range(4):
+            f = bytearray(48)
+            f[0] = op
+            f[1] = 0x07                     # FIRST | LAST | ACK_REQ
+            f[4], f[5] = qp, peer[qp]
+            f[25] = 0x08                    # the QPs' qkey
+            struct.pack_into("<H", f, 38, 64)   # msg_len and payload length
+            recs.append(b"\x01" + bytes(f) + bytes(range(64)))
+        recs.append(b"\x02")
+        recs.append(b"\x03" + bytes([op % 4, op % 8]) + struct.pack("<H", 64))
+        recs.append(b"\x02")
+        with open(os.path.join(out, f"link-op{op}"), "wb") as fh:
+            fh.write(b"".join(recs))
+        n += 1
+    print(f"{n} seeds in {out}")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--link":
+        link_seeds(sys.argv[2])
+        return
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     out = sys.argv[1]

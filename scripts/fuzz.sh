@@ -67,8 +67,11 @@ make_seeds() {
     "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" "$SEEDDIR" "$logs"/*.log
     rm -rf "$logs"
 }
-if [ "$TARGET" = generic-fuzz-chpp-hca ] && [ "$SEEDS" = 1 ]; then
-    make_seeds
+if [ "$SEEDS" = 1 ]; then
+    case "$TARGET" in
+        generic-fuzz-chpp-hca) make_seeds ;;
+        chpp-hca-link) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" --link "$SEEDDIR" ;;
+    esac
 fi
 
 # --- fuzz ------------------------------------------------------------------------
@@ -78,7 +81,7 @@ start=$(date +%s) execs=0 rounds=0
 : >"$LOG"
 while :; do
     args=(-timeout="$TIMEOUT" -artifact_prefix="$ART/" -print_final_stats=1
-          -max_len=65536 -rss_limit_mb=4096)
+          -max_len=16384 -rss_limit_mb=4096)
     if [ -n "$TIME" ]; then
         left=$((TIME - ($(date +%s) - start)))
         [ "$left" -gt 0 ] || break
