@@ -23,7 +23,9 @@ opcode byte and a little-endian payload.
                                    hands patterns out in order, one per DMA
                                    read, and the device's first read after a
                                    doorbell or HCR write is of what the test
-                                   wrote last (the mailbox, the WQE). Patterns
+                                   wrote last (the mailbox, the WQE). Writes
+                                   to adjacent memory are merged first (the
+                                   device reads a mailbox in one go). Patterns
                                    are cut at 512 bytes (they repeat to fill
                                    longer reads); memsets (zeroing, poison)
                                    are dropped.
@@ -80,17 +82,40 @@ class Seed:
         return None
 
     def flush_dma(self):
-        if self.pending:
-            self.op(OP_CLEAR_DMA_PATTERNS)
-            for data in reversed(self.pending):
-                self.op(OP_ADD_DMA_PATTERN, b"\0\0" + data[:MAX_PATTERN])
-            self.pending = []
+        """Writes to adjacent or overlapping guest memory are merged first
+        (a mailbox written as header + entries is read by the device in
+        one go), later writes on top; blocks go newest first."""
+        if not self.pending:
+            return
+        blocks = []     # [start, bytearray, newest write index]
+        for i, (addr, data) in sorted(enumerate(self.pending),
+                                      key=lambda x: x[1][0]):
+            if blocks and addr <= blocks[-1][0] + len(blocks[-1][1]):
+                b = blocks[-1]
+                off = addr - b[0]
+                need = off + len(data) - len(b[1])
+                if need > 0:
+                    b[1].extend(bytes(need))
+                b[1][off:off + len(data)] = data
+                b[2] = max(b[2], i)
+            else:
+                blocks.append([addr, bytearray(data), i])
+        # overlapping writes: replay in time order onto the merged blocks
+        for addr, data in self.pending:
+            for b in blocks:
+                if b[0] <= addr < b[0] + len(b[1]):
+                    off = addr - b[0]
+                    b[1][off:off + len(data)] = data
+        self.op(OP_CLEAR_DMA_PATTERNS)
+        for b in sorted(blocks, key=lambda b: -b[2]):
+            self.op(OP_ADD_DMA_PATTERN, b"\0\0" + bytes(b[1][:MAX_PATTERN]))
+        self.pending = []
 
     def mem_write(self, addr, data):
         r = self.region(addr)
         if r is None:
             if data:
-                self.pending.append(data)
+                self.pending.append((addr, data))
             return
         self.flush_dma()
         size = len(data) if len(data) in SIZES else 4
