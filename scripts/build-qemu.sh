@@ -3,7 +3,13 @@
 # the hooks, configure QEMU once into build/qemu/, link Debian's firmware and
 # build qemu-system-x86_64 plus the chpp-hca qtests.
 #
-#   scripts/build-qemu.sh [NINJA-ARGS...]
+#   scripts/build-qemu.sh [--asan|--fuzz] [NINJA-ARGS...]
+#
+#   --asan   clang + ASan/UBSan build of the same tree into build/qemu-asan/
+#            (default target: qemu-system-x86_64; the qtests of build/qemu/
+#            drive it, see scripts/qtest.sh --asan)
+#   --fuzz   clang + libFuzzer + ASan/UBSan build into build/qemu-fuzz/
+#            (default target: qemu-fuzz-x86_64; see scripts/fuzz.sh)
 #
 # Idempotent and cheap when nothing changed. After the first run, a device
 # source edit only needs `ninja -C build/qemu`; run this script again when
@@ -14,7 +20,13 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SRC="$CHPP_QEMU_SRC"
+VARIANT=normal
+case "${1:-}" in
+    --asan) VARIANT=asan; shift ;;
+    --fuzz) VARIANT=fuzz; shift ;;
+esac
 BLD="$CHPP_QEMU_BUILD"
+[ "$VARIANT" = normal ] || BLD="$CHPP_BUILD/qemu-$VARIANT"
 HOOKS="$CHPP_ROOT/scripts/qemu-hooks.patch"
 # Copy of the hook patch as last applied to $SRC (lets us swap hook versions).
 HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
@@ -29,6 +41,30 @@ CONFIGURE_ARGS=(
     --meson=/usr/bin/meson
     "--cc=ccache gcc"
 )
+# The sanitizer variants: the same tree and options, built by clang.
+# UBSan reports are made fatal at compile time (as in QEMU's own CI), so a
+# report always fails the run whatever UBSAN_OPTIONS says.
+SANITIZER_ARGS=(
+    --target-list=x86_64-softmmu
+    --without-default-features
+    --enable-slirp
+    --enable-fdt=system
+    --disable-docs
+    --meson=/usr/bin/meson
+    "--cc=ccache clang"
+    "--cxx=ccache clang++"
+    --enable-sanitizers
+    --extra-cflags=-fno-sanitize-recover=undefined
+)
+DEFAULT_TARGETS=()
+case "$VARIANT" in
+    asan)
+        CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}")
+        DEFAULT_TARGETS=(qemu-system-x86_64) ;;
+    fuzz)
+        CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" --enable-fuzzing)
+        DEFAULT_TARGETS=(qemu-fuzz-x86_64) ;;
+esac
 
 [ -f "$SRC/VERSION" ] || chpp_die "no QEMU source in build/src/; run scripts/setup.sh first"
 
@@ -61,6 +97,15 @@ join_sources() {
         [ -f "$f" ] || continue
         link "tests/qtest/$(basename "$f")" "tests/qtest/$(basename "$f")"
     done
+    # tests/qtest/fuzz/chpp*: fuzz targets, built only by --fuzz (the
+    # tests/qtest/fuzz/meson.build hook).
+    for f in "$SRC"/tests/qtest/fuzz/chpp*; do
+        if [ -L "$f" ] && [ ! -e "$f" ]; then rm -f "$f"; fi
+    done
+    for f in "$CHPP_ROOT"/tests/qtest/fuzz/chpp*; do
+        [ -f "$f" ] || continue
+        link "tests/qtest/fuzz/$(basename "$f")" "tests/qtest/fuzz/$(basename "$f")"
+    done
     # The qtest list read by the tests/qtest/meson.build hook: one name per
     # repo file tests/qtest/chpp-hca*-test.c. Rewritten only when it changes,
     # since any change makes meson reconfigure.
@@ -87,7 +132,8 @@ join_sources() {
 
 unjoin_sources() {
     local f
-    for f in "$SRC/hw/chpp" "$SRC/include/hw/chpp" "$SRC"/tests/qtest/chpp-hca*; do
+    for f in "$SRC/hw/chpp" "$SRC/include/hw/chpp" "$SRC"/tests/qtest/chpp-hca* \
+             "$SRC"/tests/qtest/fuzz/chpp*; do
         if [ -L "$f" ]; then rm -f "$f"; fi
     done
     rm -f "$SRC/tests/qtest/chpp-hca-qtests.list" "$SRC/tests/qtest/chpp-hca-extra.list"
@@ -124,14 +170,15 @@ configure_qemu() {
     if [ -f "$BLD/build.ninja" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
-    chpp_log "configuring QEMU into build/qemu/"
+    local log="$BLD-configure.log"
+    chpp_log "configuring QEMU into build/$(basename "$BLD")/"
     mkdir -p "$BLD"
     rm -f "$stamp"
     # PYTHON: configure's python probe; PATH may start with a pyenv shim.
     (cd "$BLD" && PATH=/usr/bin:$PATH PYTHON="$CHPP_PYTHON" \
-        "$SRC/configure" "${CONFIGURE_ARGS[@]}") >"$BLD/../qemu-configure.log" 2>&1 ||
-        { tail -40 "$BLD/../qemu-configure.log" >&2
-          chpp_die "QEMU configure failed (full log: build/qemu-configure.log)"; }
+        "$SRC/configure" "${CONFIGURE_ARGS[@]}") >"$log" 2>&1 ||
+        { tail -40 "$log" >&2
+          chpp_die "QEMU configure failed (full log: build/$(basename "$log"))"; }
     printf '%s\n' "$want" >"$stamp"
 }
 
@@ -155,7 +202,8 @@ link_firmware() {
 
 # --- (e) build -----------------------------------------------------------------------
 build() {
-    chpp_log "ninja -C build/qemu $*"
+    [ $# -gt 0 ] || set -- "${DEFAULT_TARGETS[@]}"
+    chpp_log "ninja -C build/$(basename "$BLD") $*"
     ninja -C "$BLD" "$@"
 }
 

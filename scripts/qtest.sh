@@ -6,16 +6,35 @@
 #   scripts/qtest.sh chpp-hca-test -l              # list the test paths
 #   scripts/qtest.sh chpp-hca-test -p /x86_64/chpp-hca/...   # one case
 #   QTEST_LOG=1 scripts/qtest.sh chpp-hca-test -p ...        # log QMP/qtest traffic
+#   scripts/qtest.sh --asan chpp-hca-test          # same test, QEMU built with
+#                                                  # ASan+UBSan (build/qemu-asan)
+#
+# With --asan the test executable is still the one of build/qemu/ (it is only
+# the driver); the QEMU it starts is build/qemu-asan/qemu-system-x86_64, and
+# any ASan, LeakSanitizer or UBSan report makes that QEMU exit non-zero,
+# which libqtest turns into a failed test.
 #
 # Variables already set in the environment win (e.g. QTEST_QEMU_BINARY).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-[ $# -ge 1 ] || chpp_die "usage: $0 QTEST-NAME [glib test args...]"
+asan=0
+if [ "${1:-}" = --asan ]; then asan=1; shift; fi
+[ $# -ge 1 ] || chpp_die "usage: $0 [--asan] QTEST-NAME [glib test args...]"
 name=$1; shift
 exe="$CHPP_QEMU_BUILD/tests/qtest/$name"
 [ -x "$exe" ] || chpp_die "no qtest executable build/qemu/tests/qtest/$name (did scripts/build-qemu.sh succeed?)"
 
+if [ "$asan" = 1 ]; then
+    bin="$CHPP_BUILD/qemu-asan/qemu-system-x86_64"
+    [ -x "$bin" ] || chpp_die "no $bin (run scripts/build-qemu.sh --asan)"
+    export QTEST_QEMU_BINARY="$bin"
+    # Fail on the first report of any kind. UBSan is also built with
+    # -fno-sanitize-recover, so halt_on_error is belt and braces.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=67}"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lsan.supp:print_suppressions=0}"
+fi
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
 export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"
 # Run from the QEMU build directory, as QEMU's own qtests do.

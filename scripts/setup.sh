@@ -27,6 +27,9 @@ PACKAGES=(
     linux-image-amd64 linux-headers-amd64 busybox-static cpio gzip
     # debugging: gdb and its Python (scripts/gdb/chpp-hca.py)
     gdb
+    # sanitizer and fuzzing builds (build-qemu.sh --asan/--fuzz): clang, its
+    # runtimes (ASan, UBSan, libFuzzer) and llvm-symbolizer for the reports
+    clang libclang-rt-14-dev llvm
     # timeout(1) etc.
     coreutils
 )

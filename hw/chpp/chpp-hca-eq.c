@@ -283,11 +283,12 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox)
 {
     uint8_t status = chpp_eq_lookup(s, eqn, true);
     struct chpp_eq_context ctx = {};
-    ChppEq *eq = &s->eqs[eqn];
+    ChppEq *eq;
 
     if (status != CHPP_STAT_OK) {
         return status;
     }
+    eq = &s->eqs[eqn];
     ctx.base_addr = cpu_to_le64(eq->base);
     ctx.num_entries = cpu_to_le32(eq->nent);
     ctx.msix_vector = cpu_to_le16(eq->vector);

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Turn qtest traffic into seeds for QEMU's generic fuzzer (generic-fuzz-chpp-hca).
+
+    scripts/fuzz-seeds.py OUTDIR LOG...
+    scripts/fuzz-seeds.py --link OUTDIR
+
+With --link, write a few seeds for the chpp-hca-link target instead
+(tests/qtest/fuzz/chpp_hca_link_fuzz.c): per wire opcode, one structured
+packet to each QP, a clock step and a posted work request.
+
+Each LOG is the server-side qtest log of a chpp qtest run (QTEST_LOG=1, the
+"[R +t] cmd" lines QEMU writes). Every QEMU started by the test (an "OPENED"
+line) becomes one seed file in OUTDIR, in the generic fuzzer's input format
+(tests/qtest/fuzz/generic_fuzz.c): operations separated by "FUZZ", each an
+opcode byte and a little-endian payload.
+
+  register writes to BAR0/BAR2  -> OP_WRITE  (region index, offset, value)
+  config writes to the device   -> OP_PCI_WRITE (BAR registers excepted: the
+                                   fuzzer maps the BARs itself)
+  guest memory writes           -> OP_ADD_DMA_PATTERN, emitted (after an
+                                   OP_CLEAR_DMA_PATTERNS) before the next
+                                   register write, newest first: the fuzzer
+                                   hands patterns out in order, one per DMA
+                                   read, and the device's first read after a
+                                   doorbell or HCR write is of what the test
+                                   wrote last (the mailbox, the WQE). Writes
+                                   to adjacent memory are merged first (the
+                                   device reads a mailbox in one go). Patterns
+                                   are cut at 512 bytes (they repeat to fill
+                                   longer reads); memsets (zeroing, poison)
+                                   are dropped.
+  clock_step                    -> OP_CLOCK_STEP
+Reads are dropped. The fuzzer's MMIO region indices follow the flat view of
+the chpp-hca regions, lowest address first: 0 registers (BAR0 0x0-0x1fff),
+1 MSI-X table, 2 MSI-X PBA, 3 UAR pages (BAR2); the fuzzer maps BAR0 below
+BAR2, as libqos does in the qtests.
+"""
+import base64
+import hashlib
+import os
+import re
+import struct
+import sys
+
+SEP = b"FUZZ"
+OP_WRITE, OP_PCI_WRITE, OP_ADD_DMA_PATTERN = 3, 5, 7
+OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 8, 9
+SIZES = {1: 0, 2: 1, 4: 2, 8: 3}
+BAR0_SIZE, MSIX_TABLE, MSIX_PBA = 0x4000, 0x2000, 0x3000
+BAR2_MAX = 1 << 22          # 1024 UAR pages
+MAX_PATTERN = 512
+MAX_SEED = 16384
+
+
+class Seed:
+    def __init__(self):
+        self.ops = []
+        self.cf8 = 0
+        self.bars = {}          # (bdf, bar reg) -> value
+        self.pending = []       # guest memory written since the last MMIO op
+        self.dev_writes = 0
+
+    def op(self, code, payload=b""):
+        self.ops.append(bytes([code]) + payload)
+
+    def bar_base(self, reg):
+        lo = self.bars.get((0x20, reg), 0)
+        hi = self.bars.get((0x20, reg + 4), 0)
+        return (hi << 32 | lo) & ~0xf
+
+    def region(self, addr):
+        b0, b2 = self.bar_base(0x10), self.bar_base(0x18)
+        if b0 and b0 <= addr < b0 + BAR0_SIZE:
+            off = addr - b0
+            if off < MSIX_TABLE:
+                return 0, off
+            if off < MSIX_PBA:
+                return 1, off - MSIX_TABLE
+            return 2, off - MSIX_PBA
+        if b2 and b2 <= addr < b2 + BAR2_MAX:
+            return 3, addr - b2
+        return None
+
+    def flush_dma(self):
+        """Writes to adjacent or overlapping guest memory are merged first
+        (a mailbox written as header + entries is read by the device in
+        one go), later writes on top; blocks go newest first."""
+        if not self.pending:
+            return
+        blocks = []     # [start, bytearray, newest write index]
+        for i, (addr, data) in sorted(enumerate(self.pending),
+                                      key=lambda x: x[1][0]):
+            if blocks and addr <= blocks[-1][0] + len(blocks[-1][1]):
+                b = blocks[-1]
+                off = addr - b[0]
+                need = off + len(data) - len(b[1])
+                if need > 0:
+                    b[1].extend(bytes(need))
+                b[1][off:off + len(data)] = data
+                b[2] = max(b[2], i)
+            else:
+                blocks.append([addr, bytearray(data), i])
+        # overlapping writes: replay in time order onto the merged blocks
+        for addr, data in self.pending:
+            for b in blocks:
+                if b[0] <= addr < b[0] + len(b[1]):
+                    off = addr - b[0]
+                    b[1][off:off + len(data)] = data
+        self.op(OP_CLEAR_DMA_PATTERNS)
+        for b in sorted(blocks, key=lambda b: -b[2]):
+            self.op(OP_ADD_DMA_PATTERN, b"\0\0" + bytes(b[1][:MAX_PATTERN]))
+        self.pending = []
+
+    def mem_write(self, addr, data):
+        r = self.region(addr)
+        if r is None:
+            if data:
+                self.pending.append((addr, data))
+            return
+        self.flush_dma()
+        size = len(data) if len(data) in SIZES else 4
+        value = int.from_bytes(data[:size].ljust(size, b"\0"), "little")
+        self.op(OP_WRITE, struct.pack("<BBxxIQ", SIZES[size], r[0], r[1], value))
+        self.dev_writes += 1
+
+    def out(self, port, size, value):
+        if port == 0xcf8 and size == 4:
+            self.cf8 = value
+            return
+        if not 0xcfc <= port < 0xd00 or not self.cf8 & 0x80000000:
+            return
+        bdf = (self.cf8 >> 8) & 0xffff
+        reg = (self.cf8 & 0xfc) + (port - 0xcfc)
+        if bdf != 0x20:
+            return
+        if 0x10 <= reg < 0x28 and size == 4:
+            if value != 0xffffffff:
+                self.bars[(bdf, reg)] = value
+            return
+        self.flush_dma()
+        self.op(OP_PCI_WRITE, struct.pack("<BBBxI", SIZES[size], 0, reg, value))
+        self.dev_writes += 1
+
+    def data(self):
+        # The fuzz runs use -max_len=16384: keep the ops that fit.
+        out, size = [], 0
+        for op in self.ops:
+            size += len(op) + len(SEP)
+            if size > MAX_SEED:
+                break
+            out.append(op)
+        return SEP.join(out)
+
+
+LINE = re.compile(r"^\[R \+[0-9.]+\] (\S+)(.*)$")
+
+
+def parse(path):
+    seeds, cur = [], None
+    with open(path, errors="replace") as f:
+        for line in f:
+            if "OPENED" in line and line.startswith("[I"):
+                cur = Seed()
+                seeds.append(cur)
+                continue
+            m = LINE.match(line)
+            if not m or cur is None:
+                continue
+            cmd, args = m.group(1), m.group(2).split()
+            try:
+                if cmd in ("outb", "outw", "outl"):
+                    size = {"outb": 1, "outw": 2, "outl": 4}[cmd]
+                    cur.out(int(args[0], 0), size, int(args[1], 0))
+                elif cmd in ("writeb", "writew", "writel", "writeq"):
+                    size = {"writeb": 1, "writew": 2, "writel": 4, "writeq": 8}[cmd]
+                    cur.mem_write(int(args[0], 0),
+                                  int(args[1], 0).to_bytes(size, "little"))
+                elif cmd == "write":
+                    hexdata = args[2][2:]
+                    cur.mem_write(int(args[0], 0), bytes.fromhex(hexdata))
+                elif cmd == "b64write":
+                    cur.mem_write(int(args[0], 0), base64.b64decode(args[2]))
+                elif cmd == "clock_step":
+                    if not cur.ops or cur.ops[-1] != bytes([OP_CLOCK_STEP]):
+                        cur.op(OP_CLOCK_STEP)
+            except (IndexError, ValueError):
+                continue
+    return [s for s in seeds if s.dev_writes]
+
+
+def link_seeds(out):
+    os.makedirs(out, exist_ok=True)
+    peer = [1, 0, 2, 3]
+    n = 0
+    for op in range(12):
+        recs = []
+        for qp in range(4):
+            f = bytearray(48)
+            f[0] = op
+            f[1] = 0x07                     # FIRST | LAST | ACK_REQ
+            f[4], f[5] = qp, peer[qp]
+            f[25] = 0x08                    # the QPs' qkey
+            struct.pack_into("<H", f, 38, 64)   # msg_len and payload length
+            recs.append(b"\x01" + bytes(f) + bytes(range(64)))
+        recs.append(b"\x02")
+        recs.append(b"\x03" + bytes([op % 4, op % 8]) + struct.pack("<H", 64))
+        recs.append(b"\x02")
+        with open(os.path.join(out, f"link-op{op}"), "wb") as fh:
+            fh.write(b"".join(recs))
+        n += 1
+    print(f"{n} seeds in {out}")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--link":
+        link_seeds(sys.argv[2])
+        return
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    n = 0
+    for log in sys.argv[2:]:
+        for s in parse(log):
+            data = s.data()
+            name = hashlib.sha1(data).hexdigest()
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(data)
+            n += 1
+    print(f"{n} seeds in {out}")
+
+
+if __name__ == "__main__":
+    main()
