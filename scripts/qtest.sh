@@ -31,7 +31,10 @@ if [ "$asan" = 1 ]; then
     export QTEST_QEMU_BINARY="$bin"
     # Fail on the first report of any kind. UBSan is also built with
     # -fno-sanitize-recover, so halt_on_error is belt and braces.
-    export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1}"
+    # A small quarantine: the device's bounded-memory test measures QEMU's
+    # peak RSS, which ASan's default 256 MiB quarantine of freed frames
+    # would swamp (use-after-free detection keeps an 8 MiB window).
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1:quarantine_size_mb=8}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=67}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lsan.supp:print_suppressions=0}"
 fi

@@ -948,6 +948,34 @@ static void test_sqd_drain_event(void)
     fx_free(f);
 }
 
+/*
+ * A CQ whose EQ is gone: its completion event is dropped and counted.
+ * (Found by the fuzzer: the EQE position was computed from the missing
+ * EQ's size, an undefined shift the asan suite aborts on.)
+ */
+static void test_comp_event_without_eq(void)
+{
+    Fx *f = fx_new(CHPP_QPT_RC);
+    uint64_t buf = fx_buf(f, 4096);
+    uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    uint32_t dropped;
+    Wqe *w;
+
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_HW2SW_EQ, 0, 0, 0), ==,
+                    CHPP_STAT_OK);
+    chpp_cq_db(f->d, UAR, RCQ, CHPP_CQ_DB_ARM_NEXT, 0);
+    dropped = chpp_counter(f->d, CHPP_CNT_EVENTS_DROPPED);
+    post_recv(f, &f->b, 1, buf, 64, key);
+    w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 2, 0);
+    wqe_sge(w, buf + 1024, 8, key);
+    post_send(f, &f->a, w, true);
+    expect_cqe(f, RCQ, 1, CHPP_CQE_OP_RECV, 0, 8);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_EVENTS_DROPPED), ==,
+                     dropped + 1);
+    g_assert_cmphex(chpp_rd(f->d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    fx_free(f);
+}
+
 /* CLOSE_HCA takes every resource back, like a reset of the HCA. */
 static void test_close_hca(void)
 {
@@ -1170,6 +1198,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/cq-overrun", test_cq_overrun);
     qtest_add_func("/chpp-hca/data/sqd-drain", test_sqd_drain_event);
     qtest_add_func("/chpp-hca/data/close-hca", test_close_hca);
+    qtest_add_func("/chpp-hca/data/comp-event-without-eq",
+                   test_comp_event_without_eq);
     qtest_add_func("/chpp-hca/data/huge-message-bounded-memory",
                    test_huge_message_bounded_memory);
     qtest_add_func("/chpp-hca/data/ud", test_ud);
