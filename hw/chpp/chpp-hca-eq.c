@@ -69,7 +69,7 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     uint32_t used = (eq->pi - eq->ci) & CHPP_EQ_IDX_MASK;
     uint32_t slot = eq->pi & (eq->nent - 1);
     dma_addr_t addr = eq->base + (dma_addr_t)slot * CHPP_EQE_SIZE;
-    bool phase = !((eq->pi >> ctz32(eq->nent)) & 1);
+    bool phase;
     bool ok;
 
     if (!eq->hw || eq->overrun || eq->error) {
@@ -93,6 +93,8 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
         return;
     }
 
+    /* nent is 0 unless the EQ is in hardware: only now is the shift valid. */
+    phase = !((eq->pi >> ctz32(eq->nent)) & 1);
     /* Body first, then the owner word, so software never sees half. */
     eqe->owner = cpu_to_le32(phase ? CHPP_EQE_OWNER : 0);
     ok = chpp_dma_write(s, addr, eqe, offsetof(struct chpp_eqe, owner));
