@@ -32,25 +32,20 @@ HOOKS="$CHPP_ROOT/scripts/qemu-hooks.patch"
 HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
 
 # Keep in sync with docs/build.md.
-CONFIGURE_ARGS=(
+COMMON_ARGS=(
     --target-list=x86_64-softmmu
     --without-default-features
     --enable-slirp
     --enable-fdt=system
     --disable-docs
     --meson=/usr/bin/meson
-    "--cc=ccache gcc"
 )
+CONFIGURE_ARGS=("${COMMON_ARGS[@]}" "--cc=ccache gcc")
 # The sanitizer variants: the same tree and options, built by clang.
 # UBSan reports are made fatal at compile time (as in QEMU's own CI), so a
 # report always fails the run whatever UBSAN_OPTIONS says.
 SANITIZER_ARGS=(
-    --target-list=x86_64-softmmu
-    --without-default-features
-    --enable-slirp
-    --enable-fdt=system
-    --disable-docs
-    --meson=/usr/bin/meson
+    "${COMMON_ARGS[@]}"
     "--cc=ccache clang"
     "--cxx=ccache clang++"
     --enable-sanitizers
