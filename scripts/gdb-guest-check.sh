@@ -14,7 +14,7 @@
 #     command's op and mod are those of the first command in the device's
 #     trace (chpp_hca_cmd_issue);
 #   - the guest then finishes with RESULT PASS.
-set -euo pipefail; [ -n "${CHPP_XTRACE:-}" ] && set -x
+set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ABI="$CHPP_ROOT/include/hw/chpp/chpp-hca-abi.h"
@@ -89,7 +89,8 @@ rc=0
     -- --loops 0 --trace --timeout 240 >"$OUT" 2>&1 || rc=$?
 cat "$OUT"
 chpp_log "gdb-guest.sh status $rc after $(($(date +%s) - start)) s"
-[ "$rc" = 0 ] || fail "gdb-guest.sh status $rc"
+[ "$rc" = 0 ] || fail "gdb-guest.sh status $rc; gdb: $(grep -A1 'Error in sourced' "$OUT" | tail -n 1)" \
+    "(a breakpoint never hit ends the guest: symbols at wrong addresses?)"
 
 val() { sed -n "s/^$1 //p" "$OUT" | tail -n 1; }
 tr -d '\r' <"$CONSOLE" >"$W/console"
