@@ -82,7 +82,10 @@ RUN=$(mktemp -d /tmp/chpp-gdb.XXXXXX)
 SOCK="$RUN/gdb.sock"
 PAIR=""
 cleanup() {
-    [ -n "$PAIR" ] && kill "$PAIR" 2>/dev/null && wait "$PAIR" 2>/dev/null
+    if [ -n "$PAIR" ]; then
+        kill "$PAIR" 2>/dev/null || true
+        wait "$PAIR" 2>/dev/null || true
+    fi
     rm -rf "$RUN"
 }
 trap cleanup EXIT
