@@ -62,8 +62,11 @@ class KoFile:
 
         self.path = path
         self.sections = []          # (name, flags) by section index
+        self.contents = {}          # name -> bytes in the file
         for h in hdrs:
-            self.sections.append((cstr(names[4] + h[0]), h[2]))
+            name = cstr(names[4] + h[0])
+            self.sections.append((name, h[2]))
+            self.contents[name] = data[h[4]:h[4] + h[5]] if h[1] != 8 else b""
         self.syms = []              # (name, type, shndx, value) by index
         for h in hdrs:
             if h[1] != SHT_SYMTAB:
@@ -188,6 +191,8 @@ def section_bases(ko, lay, mod):
     """{section index: load address} from the module's symbols in memory."""
     kas = u64(mod + lay.kallsyms)
     symtab, num, strtab = u64(kas + lay.symtab), u32(kas + lay.num_symtab), u64(kas + lay.strtab)
+    if not 0 < num < 1 << 20:
+        raise gdb.GdbError("module at 0x%x: implausible symbol count %d" % (mod, num))
     raw = read(symtab, num * ELF_SYM.size)
     rt = [ELF_SYM.unpack_from(raw, i * ELF_SYM.size) for i in range(num)]
     seen = {}                       # shndx -> {base: symbol name}
@@ -240,6 +245,15 @@ def load_symbols(ko, lay, mod):
     names = {ko.sections[i][0]: a for i, a in bases.items()}
     if ".text" not in names:
         raise gdb.GdbError("no .text address for %s" % ko.path)
+    # Another build of the same source can have the same layout and other
+    # line numbers: compare the build ids when the note's address is known
+    # (always before init, where the section symbols are kept).
+    note = ko.contents.get(".note.gnu.build-id")
+    if note and ".note.gnu.build-id" in names \
+            and read(names[".note.gnu.build-id"], len(note)) != note:
+        raise gdb.GdbError("the module in the guest is another build than %s "
+                           "(build ids differ): rebuild, then restart the guest"
+                           % ko.path)
     for o in gdb.objfiles():
         if o.filename == ko.path:
             run("remove-symbol-file %s" % ko.path)
