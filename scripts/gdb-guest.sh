@@ -21,8 +21,8 @@
 # --timeout 0). The console is in build/guest/<single|pair>-nodeN.log and
 # pair.sh's own output in build/guest/gdb-guest.log.
 #
-# Kernel symbols: without vmlinux, gdb needs the addresses of three kernel
-# symbols (modules, do_init_module, linux_banner). With nokaslr they are
+# Kernel symbols: gdb needs the addresses of three kernel symbols (modules,
+# do_init_module, linux_banner), with or without vmlinux. With nokaslr they are
 # the same in every boot of one kernel image, so a first guest boot reads
 # them from /proc/kallsyms (about 15 s) and they are kept in
 # build/guest/ksyms-<kernel version>-<image hash>.map.
@@ -58,24 +58,24 @@ GDB_ARGS=(-q -nx -ex 'set pagination off' -x "$CHPP_ROOT/scripts/gdb/chpp-guest.
 if [ -r "$VMLINUX" ]; then
     chpp_log "kernel symbols and types from $VMLINUX"
     GDB_ARGS+=(-ex "file $VMLINUX")
-else
-    # --- the three kernel addresses, from one boot of this kernel image ---------
-    KSYMS="$GUEST/ksyms-$KVER-$(sha256sum "$KERNEL" | cut -c1-12).map"
-    if [ ! -s "$KSYMS" ]; then
-        chpp_log "reading kernel symbol addresses from a guest boot (once per kernel)"
-        "$CHPP_ROOT/scripts/pair.sh" --single --timeout 120 \
-            --kargs "nokaslr chpp.ksyms=modules,do_init_module,linux_banner" \
-            >"$GUEST/gdb-guest.log" 2>&1 ||
-            { tail -n 20 "$GUEST/gdb-guest.log" >&2; chpp_die "kernel symbol boot failed"; }
-        tr -d '\r' <"$GUEST/single-node1.log" | grep -ao 'chpp-ksym: .*' |
-            sed 's/^chpp-ksym: //' >"$KSYMS.tmp"
-        [ "$(wc -l <"$KSYMS.tmp")" = 3 ] ||
-            { rm -f "$KSYMS.tmp"; chpp_die "the guest did not print the 3 kernel symbols"; }
-        mv "$KSYMS.tmp" "$KSYMS"
-    fi
-    chpp_log "kernel symbols from ${KSYMS#"$CHPP_ROOT/"}"
-    GDB_ARGS+=(-ex "chpp-ksyms $KSYMS")
 fi
+# --- the three kernel addresses, from one boot of this kernel image -------------
+# (also with vmlinux: a name like `modules` can be ambiguous there)
+KSYMS="$GUEST/ksyms-$KVER-$(sha256sum "$KERNEL" | cut -c1-12).map"
+if [ ! -s "$KSYMS" ]; then
+    chpp_log "reading kernel symbol addresses from a guest boot (once per kernel)"
+    "$CHPP_ROOT/scripts/pair.sh" --single --timeout 120 \
+        --kargs "nokaslr chpp.ksyms=modules,do_init_module,linux_banner" \
+        >"$GUEST/gdb-guest.log" 2>&1 ||
+        { tail -n 20 "$GUEST/gdb-guest.log" >&2; chpp_die "kernel symbol boot failed"; }
+    tr -d '\r' <"$GUEST/single-node1.log" | grep -ao 'chpp-ksym: .*' |
+        sed 's/^chpp-ksym: //' >"$KSYMS.tmp"
+    [ "$(wc -l <"$KSYMS.tmp")" = 3 ] ||
+        { rm -f "$KSYMS.tmp"; chpp_die "the guest did not print the 3 kernel symbols"; }
+    mv "$KSYMS.tmp" "$KSYMS"
+fi
+chpp_log "kernel symbols from ${KSYMS#"$CHPP_ROOT/"}"
+GDB_ARGS+=(-ex "chpp-ksyms $KSYMS")
 
 # --- the guest, stopped, its gdbstub on a unix socket ------------------------------
 RUN=$(mktemp -d /tmp/chpp-gdb.XXXXXX)

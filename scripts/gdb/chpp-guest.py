@@ -77,6 +77,9 @@ class KoFile:
                 self.syms.append((cstr(strtab[4] + n), info & 0xf, shndx, value))
         if not self.syms:
             raise gdb.GdbError("%s has no symbol table" % path)
+        if ".debug_info" not in self.contents:
+            raise gdb.GdbError("%s has no DWARF: build it against a kernel with "
+                               "CONFIG_DEBUG_INFO, or add -g to ccflags-y" % path)
 
     def loaded(self, shndx):
         """True for a section the kernel loads (not debug info, not .modinfo)."""
@@ -273,6 +276,7 @@ class LoadBreakpoint(gdb.Breakpoint):
 
     def __init__(self, lay, name):
         super().__init__("*0x%x" % ksym("do_init_module"), internal=True)
+        self.silent = True      # chpp-load-module says why it stopped
         self.lay, self.want, self.mod = lay, name, None
 
     def stop(self):
