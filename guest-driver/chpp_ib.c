@@ -340,7 +340,7 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 const struct ib_device_ops chpp_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = 1,
+	.uverbs_abi_ver = CHPP_UVERBS_ABI_VERSION,
 
 	.query_device = chpp_query_device,
 	.query_port = chpp_query_port,
@@ -349,6 +349,10 @@ const struct ib_device_ops chpp_dev_ops = {
 	.get_port_immutable = chpp_port_immutable,
 	.get_link_layer = chpp_link_layer,
 	.get_dev_fw_str = chpp_fw_str,
+	.alloc_ucontext = chpp_alloc_ucontext,
+	.dealloc_ucontext = chpp_dealloc_ucontext,
+	.mmap = chpp_mmap,
+	.mmap_free = chpp_mmap_free,
 	.alloc_pd = chpp_alloc_pd,
 	.dealloc_pd = chpp_dealloc_pd,
 	.get_dma_mr = chpp_get_dma_mr,
@@ -367,6 +371,7 @@ const struct ib_device_ops chpp_dev_ops = {
 	.post_send = chpp_post_send,
 	.post_recv = chpp_post_recv,
 
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, chpp_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, chpp_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ah, chpp_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, chpp_cq, ibcq),

@@ -97,8 +97,8 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto free_dev;
 	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
-	dev->uar = pcim_iomap_table(pdev)[CHPP_BAR_UAR] +
-		   CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
+	dev->uar_base = pcim_iomap_table(pdev)[CHPP_BAR_UAR];
+	dev->uar = dev->uar_base + CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
 	dev->uar_phys = pci_resource_start(pdev, CHPP_BAR_UAR);
 	if (pci_resource_len(pdev, CHPP_BAR_REGS) < CHPP_BAR0_SIZE) {
 		dev_err(&pdev->dev, "BAR0 too small\n");

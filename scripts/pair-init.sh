@@ -149,4 +149,31 @@ rmmod chpp_hca || fail "rmmod chpp_hca"
 if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
     fail "kernel log has warnings or device errors"
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 1)), port ACTIVE, $RES"
+
+# A fresh driver instance for user-space (OS-bypass) access through uverbs,
+# loopback on this node. Its isolation check makes the device refuse one
+# doorbell on purpose: exactly one "doorbell refused" line is expected.
+dmesg -c >/dev/null
+load_driver
+/bin/chpp-uverbs-test >/tmp/uverbs.log 2>&1
+urc=$?
+cat /tmp/uverbs.log
+[ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/uverbs.log || fail "uverbs test"
+UVERBS=$(sed -n 's/^chpp-uverbs: PASS //p' /tmp/uverbs.log)
+
+# Unbind and bind the PCI function through sysfs: the ib device goes and
+# comes back with its port ACTIVE.
+BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
+echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/unbind || fail "unbind $BDF"
+[ -e /sys/class/infiniband/chpp0 ] && fail "chpp0 still present after unbind"
+echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/bind || fail "bind $BDF"
+wait_active 60 || fail "port not ACTIVE after bind: '$(port_state)'"
+say "unbind/bind $BDF OK"
+rmmod chpp_hca || fail "rmmod chpp_hca (after uverbs)"
+[ "$(dmesg | grep -c 'doorbell refused')" = 1 ] ||
+    fail "want exactly one refused doorbell (the isolation check)"
+if dmesg | grep -v 'doorbell refused' | grep -v 'guest error(s) since probe' |
+        grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
+    fail "kernel log has warnings or device errors (uverbs)"
+fi
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind"

@@ -79,6 +79,9 @@ chpp_log "building guest-driver/ for $KVER"
 flock "$GUEST/driver-build.lock" \
     make -s -C "$CHPP_ROOT/guest-driver" KVER="$KVER" >"$GUEST/driver-build.log" 2>&1 ||
     { cat "$GUEST/driver-build.log" >&2; chpp_die "driver build failed"; }
+flock "$GUEST/driver-build.lock" \
+    make -s -C "$CHPP_ROOT/guest-driver/user" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
+    { cat "$GUEST/driver-build.log" >&2; chpp_die "user-space test build failed"; }
 
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
@@ -98,6 +101,7 @@ INITRD="$RUN/initramfs.cpio.gz"
 ROOT="$RUN/initramfs"
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
+cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
 ln -s busybox "$ROOT/bin/sh"
 install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
 for m in "${ORDER[@]}"; do
@@ -114,7 +118,7 @@ cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" 
    "$ROOT/lib/modules/$KVER/"
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
-chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test"
+chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test + chpp-uverbs-test"
 
 # --- the guests ---------------------------------------------------------------------
 NODES=(1 2)
@@ -162,7 +166,7 @@ for n in "${NODES[@]}"; do
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
     tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
-        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
+        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp-uverbs:|chpp_hca .*(port|interrupt|fw)' |
         sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done
