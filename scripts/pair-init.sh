@@ -137,12 +137,6 @@ say "traffic: $RES"
 say "traffic took $(awk "BEGIN{print $end - $start}") s"
 case "$RES" in PASS*) ;; *) fail "traffic: $RES" ;; esac
 
-if [ "$MODE" = pair ]; then
-    echo done >/www/done
-    fetch done 120 || fail "peer never finished"
-    sleep 3     # keep serving "done" until the peer has seen ours
-fi
-
 echo teardown >"$CT/ctl"
 rmmod chpp_test || fail "rmmod chpp_test"
 rmmod chpp_hca || fail "rmmod chpp_hca"
@@ -175,5 +169,11 @@ rmmod chpp_hca || fail "rmmod chpp_hca (after uverbs)"
 if dmesg | grep -v 'doorbell refused' | grep -v 'guest error(s) since probe' |
         grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
     fail "kernel log has warnings or device errors (uverbs)"
+fi
+# Keep this node (and its end of the link) up until the peer is done too.
+if [ "$MODE" = pair ]; then
+    echo done >/www/done
+    fetch done 120 || fail "peer never finished"
+    sleep 3     # keep serving "done" until the peer has seen ours
 fi
 finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind"
