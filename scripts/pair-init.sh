@@ -12,6 +12,8 @@
 #   chpp.pause=SEC    wait SEC seconds (printing "pausing") before the traffic,
 #                     e.g. to inject faults from the monitor
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
+#   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
+#                     the fault from the host while both nodes stream)
 #
 # Every result line starts with "chpp-guest:"; the last one is
 #   chpp-guest: RESULT PASS|FAIL <reason>
@@ -27,6 +29,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
 SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
+CUT=$(arg cut)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -144,6 +147,61 @@ if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; th
     fail "kernel log has warnings or device errors"
 fi
 
+# Exchange "lid qpn rkey addr" with the peer as file $1 and connect to it.
+connect_peer() {
+    echo setup >"$CT/ctl" || fail "test setup ($1)"
+    cat "$CT/info" >"/www/$1"
+    fetch "$1" 120 || fail "no peer $1"
+    P=$(cat "/tmp/$1")
+    echo "connect $(field "$P" lid) $(field "$P" qpn) $(field "$P" rkey | sed 's/^0x//')" \
+         "$(field "$P" addr | sed 's/^0x//')" >"$CT/ctl" || fail "connect ($1)"
+    echo ready >"/www/$1ready"
+    fetch "$1ready" 120 || fail "peer never ready ($1)"
+}
+
+# Link cut while traffic runs: both nodes stream RDMA writes; pair.sh cuts
+# the link and drops every data frame until both streams have failed. The stream must end
+# in an error completion, the port must go down and come back (events seen by
+# a verbs client), and new QPs must then move data again.
+if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
+    dmesg -c >/dev/null
+    load_driver
+    insmod "$MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
+    connect_peer cutinfo
+    say "streaming"
+    echo "stream 90" >"$CT/ctl" || fail "stream"
+    SRES=$(cat "$CT/result")
+    say "stream: $SRES"
+    case "$SRES" in
+        "STREAM ok=0 "*|*status=success*) fail "the stream did not end in an error completion: $SRES" ;;
+        STREAM*) ;;
+        *) fail "stream: $SRES" ;;
+    esac
+    wait_active 60 || fail "port not ACTIVE after the cut: '$(port_state)'"
+    # pair.sh clears the frame drops once both streams have failed: give it
+    # time to see the peer's result line too.
+    echo streamed >/www/streamed
+    fetch streamed 120 || fail "peer never finished streaming"
+    sleep 3
+    echo teardown >"$CT/ctl"
+    connect_peer reinfo
+    echo run >"$CT/ctl"
+    RES2=$(cat "$CT/result")
+    say "traffic after the cut: $RES2"
+    case "$RES2" in PASS*) ;; *) fail "traffic after the cut: $RES2" ;; esac
+    echo cutdone >/www/cutdone
+    fetch cutdone 120 || fail "peer never finished the cut stage"
+    echo teardown >"$CT/ctl"
+    rmmod chpp_test || fail "rmmod chpp_test (cut)"
+    rmmod chpp_hca || fail "rmmod chpp_hca (cut)"
+    dmesg | grep -q 'chpp_test: chpp0: port error' || fail "no PORT_ERR event reached ib_core clients"
+    dmesg | grep -q 'chpp_test: chpp0: port active' || fail "no PORT_ACTIVE event reached ib_core clients"
+    if dmesg | grep -E 'WARNING:|BUG:|Oops'; then
+        fail "kernel warnings in the cut stage"
+    fi
+    CUTRES="; link cut: $(echo "$SRES" | sed 's/ err=.*//'), port down/up, traffic again"
+fi
+
 # A fresh driver instance for user-space (OS-bypass) access through uverbs,
 # loopback on this node. Its isolation check makes the device refuse one
 # doorbell on purpose: exactly one "doorbell refused" line is expected.
@@ -176,4 +234,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind${CUTRES:-}"

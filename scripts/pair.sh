@@ -18,6 +18,9 @@
 #   --trace           trace the devices: build/guest/pair-nodeN.trace
 #   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
+#   --cut             pair: add the link-cut stage: once both guests stream
+#                     RDMA writes, cut the link and drop every data frame
+#                     until both streams failed (docs/guest-driver.md)
 #   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
@@ -29,12 +32,13 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300
+SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --single) SINGLE=1 ;;
+        --cut) CUT=1 ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -127,6 +131,7 @@ qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
     append="console=ttyS0 quiet panic=-1 chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
     [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
+    [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
@@ -170,6 +175,50 @@ for n in "${NODES[@]}"; do
         sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done
+# One HMP command on node $1's monitor.
+hmp() {
+    python3 - "$RUN/mon$1.sock" "$2" <<'EOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(2)
+try:
+    s.recv(4096)        # banner and prompt
+except OSError:
+    pass
+s.sendall((sys.argv[2] + "\n").encode())
+time.sleep(0.3)
+s.close()
+EOF
+}
+
+# The link-cut stage: wait for both guests to stream, then inject.
+inject_cut() {
+    local n waited=0 dev=/machine/peripheral/hca0
+    for n in 1 2; do
+        until grep -aq 'chpp-guest: streaming' "$LOG-node$n.log"; do
+            sleep 0.5; waited=$((waited + 1))
+            [ $waited -lt $((TIMEOUT * 2)) ] || return 0
+        done
+    done
+    sleep 1
+    chpp_log "cutting the link, dropping all data frames until both streams fail"
+    for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 100"; done
+    hmp 1 "qom-set $dev fault-cut true"
+    # Keep dropping until both streams have ended in an error completion.
+    for n in 1 2; do
+        until grep -aq 'chpp-guest: stream:' "$LOG-node$n.log"; do
+            sleep 0.5; waited=$((waited + 1))
+            [ $waited -lt $((TIMEOUT * 2)) ] || break
+        done
+    done
+    for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 0"; done
+    chpp_log "link faults cleared"
+}
+if [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ]; then
+    inject_cut &
+fi
+
 declare -A RC=()
 if [ "$SHELL_NODE" != 0 ]; then
     qemu_cmd "$SHELL_NODE"
