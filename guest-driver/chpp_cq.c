@@ -178,7 +178,7 @@ static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	}
 	if (!(cqe->flags & CHPP_CQE_FLAG_SEND)) {
-		wc->slid = cqe->src_node + 1;
+		wc->slid = CHPP_LID(cqe->src_node, cqe->src_vf);
 		if (qp->type == CHPP_QPT_UD)
 			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC, cqe->src_qp);
 		else

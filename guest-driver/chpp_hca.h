@@ -126,6 +126,7 @@ struct chpp_mr {
 struct chpp_ah {
 	struct ib_ah ibah;
 	u16 dest_node;
+	u8 dest_vf;		/* function: LID = CHPP_LID(node, function) */
 };
 
 struct chpp_cq {

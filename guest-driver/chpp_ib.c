@@ -4,8 +4,9 @@
  *
  * Link layer: InfiniBand, with the port's core capabilities limited to
  * RDMA_CORE_CAP_PROT_IB (no IB_MAD, SMI, CM or SA), so ib_core's MAD layer
- * does not ask for QP0/QP1, which the device does not have. LID = node id + 1;
- * GID 0 = fe80::/64 + port GUID. See docs/guest-driver.md.
+ * does not ask for QP0/QP1, which the device does not have. LID =
+ * (function << 12 | node id) + 1; GID 0 = fe80::/64 + port GUID. See
+ * docs/guest-driver.md.
  */
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
@@ -315,7 +316,10 @@ static int chpp_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 
 	if (!dlid)
 		return -EINVAL;
-	to_cah(ibah)->dest_node = dlid - 1;
+	if (CHPP_LID_FN(dlid) > CHPP_MAX_VFS)
+		return -EINVAL;
+	to_cah(ibah)->dest_node = CHPP_LID_NODE(dlid);
+	to_cah(ibah)->dest_vf = CHPP_LID_FN(dlid);
 	return 0;
 }
 

@@ -283,8 +283,8 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	if (mask & IB_QP_QKEY)
 		c->qkey = a->qkey;
 	if (mask & IB_QP_AV) {
-		c->dest_node = rdma_ah_get_dlid(&a->ah_attr) - 1;
-		c->dest_vf = 0;
+		c->dest_node = CHPP_LID_NODE(rdma_ah_get_dlid(&a->ah_attr));
+		c->dest_vf = CHPP_LID_FN(rdma_ah_get_dlid(&a->ah_attr));
 	}
 	if (mask & IB_QP_DEST_QPN)
 		c->dest_qpn = a->dest_qp_num & CHPP_QPN_MASK;
@@ -335,7 +335,8 @@ int chpp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((mask & IB_QP_AV) && !rdma_ah_get_dlid(&attr->ah_attr)) {
+	if ((mask & IB_QP_AV) && (!rdma_ah_get_dlid(&attr->ah_attr) ||
+	    CHPP_LID_FN(rdma_ah_get_dlid(&attr->ah_attr)) > CHPP_MAX_VFS)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -409,7 +410,7 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	a->rnr_retry = c.rnr_retry;
 	if (qp->type != CHPP_QPT_UD) {
 		a->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
-		rdma_ah_set_dlid(&a->ah_attr, c.dest_node + 1);
+		rdma_ah_set_dlid(&a->ah_attr, CHPP_LID(c.dest_node, c.dest_vf));
 		rdma_ah_set_port_num(&a->ah_attr, 1);
 	}
 	a->cap.max_send_wr = qp->sq.n;
@@ -484,6 +485,7 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 		struct chpp_wqe_ud *u = p;
 
 		u->dest_node = to_cah(ud->ah)->dest_node;
+		u->dest_vf = to_cah(ud->ah)->dest_vf;
 		u->dest_qpn = ud->remote_qpn & CHPP_QPN_MASK;
 		u->dest_magic = ud->remote_qpn >> CHPP_QPN_BITS;
 		u->qkey = (ud->remote_qkey & 0x80000000) ? qp->qkey :

@@ -478,7 +478,7 @@ int main(int argc, char **argv)
 	err = chpp_query_port_lid(&ctx, &lid, &state);
 	CHECK(!err && state == CHPP_IB_PORT_ACTIVE,
 	      "query port: err %d state %u", err, state);
-	CHECK(lid == ctx.info.node_id + 1, "lid %u, node id %u", lid,
+	CHECK(CHPP_LID_NODE(lid) == ctx.info.node_id, "lid %u, node id %u", lid,
 	      ctx.info.node_id);
 	printf("chpp-uverbs: context UAR page %u, node %u, lid %u\n",
 	       ctx.info.uar_index, ctx.info.node_id, lid);

@@ -105,7 +105,9 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
 {
     const ChppHcaParams *p = &s->params;
 
-    return chpp_check_range("num-qps", p->num_qps, 1, CHPP_MAX_QPS, errp) &&
+    return chpp_check_range("node-id", p->node_id, 0, CHPP_MAX_NODE_ID,
+                            errp) &&
+           chpp_check_range("num-qps", p->num_qps, 1, CHPP_MAX_QPS, errp) &&
            chpp_check_range("num-cqs", p->num_cqs, 1, CHPP_MAX_CQS, errp) &&
            chpp_check_range("num-eqs", p->num_eqs, 1, CHPP_MAX_EQS, errp) &&
            chpp_check_range("num-mpts", p->num_mpts, 1, CHPP_MAX_MPTS,
@@ -378,7 +380,8 @@ static const struct {
     { "device-id", "PCI device ID of the physical function" },
     { "vf-device-id", "PCI device ID of the virtual functions" },
     { "sriov-max-vfs", "SR-IOV TotalVFs (0..7, 0 = no SR-IOV capability)" },
-    { "node-id", "node id: SRC-CPU of outgoing packets, LID = node-id + 1" },
+    { "node-id", "node id (0..4095): SRC-CPU of outgoing packets; "
+      "LID = (function << 12 | node-id) + 1" },
     { "chardev", "chardev (a socket) of the link to the peer adapter; "
                  "without one only this node is reachable" },
     { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },

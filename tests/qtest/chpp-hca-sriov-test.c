@@ -232,6 +232,19 @@ static void test_vf_commands_and_quotas(void)
 
     /* PF-only commands are refused to a VF; a VF QP beyond its quota. */
     chpp_init_hca(p->vf[1]);
+    /* Each function has its own LID and port GUID: node and function. */
+    {
+        struct chpp_port_info pi;
+
+        g_assert_cmphex(chpp_cmd(p->vf[1], CHPP_CMD_QUERY_PORT, 0, 1,
+                                 p->vf[1]->mbox_out), ==, CHPP_STAT_OK);
+        qtest_memread(p->d->qts, p->vf[1]->mbox_out, &pi, sizeof(pi));
+        g_assert_cmpuint(le16_to_cpu(pi.lid), ==,
+                         CHPP_LID(le16_to_cpu(cap.node_id), 1));
+        g_assert_cmpuint(CHPP_LID_FN(le16_to_cpu(pi.lid)), ==, 1);
+        g_assert_cmphex(le64_to_cpu(pi.port_guid), ==,
+                        CHPP_PORT_GUID(le16_to_cpu(cap.node_id), 1));
+    }
     chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY, CHPP_CMD_SET_VF_RES,
                           p->vf[1]->mbox_in, 1, 0);
     chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY,
