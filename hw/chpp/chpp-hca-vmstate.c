@@ -348,7 +348,7 @@ const VMStateDescription vmstate_chpp_hca = {
         VMSTATE_CHPP_FUNCTION,
         VMSTATE_END_OF_LIST()
     },
-    .subsections = (const VMStateDescription *[]) {
+    .subsections = (const VMStateDescription*[]) {
         &vmstate_chpp_sriov,
         &vmstate_chpp_vfs,
         NULL
