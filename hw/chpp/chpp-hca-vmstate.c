@@ -337,6 +337,13 @@ static int chpp_hca_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/* In this order: the VFs exist before their states load. */
+static const VMStateDescription *chpp_hca_subsections[] = {
+    &vmstate_chpp_sriov,
+    &vmstate_chpp_vfs,
+    NULL
+};
+
 const VMStateDescription vmstate_chpp_hca = {
     .name = "chpp-hca",
     .version_id = 2,
@@ -348,9 +355,5 @@ const VMStateDescription vmstate_chpp_hca = {
         VMSTATE_CHPP_FUNCTION,
         VMSTATE_END_OF_LIST()
     },
-    .subsections = (const VMStateDescription*[]) {
-        &vmstate_chpp_sriov,
-        &vmstate_chpp_vfs,
-        NULL
-    }
+    .subsections = chpp_hca_subsections,
 };
