@@ -270,6 +270,59 @@ static void test_migrate_vfs(void)
     rmdir(tmpdir);
 }
 
+/*
+ * With engine-delay-ns the engine only runs when the virtual clock moves,
+ * so a PUT VF1 -> VF2 rung just before the migration is still in VF1's
+ * doorbell FIFO when the VM stops.  The stop finishes it, across both
+ * functions, before RAM is saved: on the destination the completion and
+ * the data are there, and nothing had to be sent again.
+ */
+static void test_migrate_vf_work_in_flight(void)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("chpp-mig-XXXXXX", NULL);
+    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
+    g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
+    const char *props = "engine-delay-ns=100000";
+    ChppPf *p = chpp_pf_start(props, NULL);
+    ChppNode v[3];
+    uint64_t buf[3];
+    uint32_t key[3];
+    struct chpp_cqe cqe;
+    ChppDev *dst;
+    int i;
+
+    chpp_pf_vfs_set(p, 2);
+    for (i = 1; i <= 2; i++) {
+        chpp_node_setup(&v[i], p->vf[i], 0, i);
+        chpp_node_qp(&v[i], 0, 0x50 + i, 4, 8);
+        buf[i] = buf_mr(&v[i], 16384, &key[i]);
+    }
+    chpp_node_connect(&v[1], &v[2], 14, 3);
+    chpp_node_connect(&v[2], &v[1], 14, 3);
+    chpp_fill(v[1].d, buf[1], 12000, 21);
+    post(&v[1], CHPP_WQE_PUT, 1, buf[1], 12000, key[1], buf[2], key[2],
+         true);
+    g_assert_false(chpp_cqe_valid(v[1].d, &v[1].cq[SCQ], &cqe));
+    g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_WQES), ==, 0);
+
+    dst = chpp_start_incoming(props, uri);
+    migrate(p->d->qs, dst->qs, uri);
+    p = chpp_pf_adopt_migrated(dst, p);
+    for (i = 1; i <= 2; i++) {
+        v[i].d = p->vf[i];
+    }
+    /* Done during the stop: no clock step needed, no retransmission. */
+    g_assert(chpp_cqe_valid(v[1].d, &v[1].cq[SCQ], &cqe));
+    expect(&v[1], SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 12000);
+    chpp_check(v[2].d, buf[2], 12000, 21);
+    expect_none(&v[1], SCQ);
+    g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_WQES), ==, 1);
+    g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_RETRANSMITS), ==, 0);
+    chpp_pf_stop(p);
+    unlink(sock);
+    rmdir(tmpdir);
+}
+
 /* ---- refused streams ---------------------------------------------------- */
 
 static void qmp_ok(QTestState *qts, const char *cmd, const char *arg)
@@ -456,6 +509,8 @@ int main(int argc, char **argv)
         return 1;
     }
     qtest_add_func("/chpp-hca/migrate/vfs", test_migrate_vfs);
+    qtest_add_func("/chpp-hca/migrate/vf-work-in-flight",
+                   test_migrate_vf_work_in_flight);
     qtest_add_func("/chpp-hca/migrate/refuse-bad-vf-state",
                    test_refuse_bad_vf_state);
     return g_test_run();
