@@ -15,6 +15,7 @@
 #include "qemu/bswap.h"
 #include "qapi/qmp/qdict.h"
 #include "qapi/qmp/qlist.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
 #define MR_ALL      (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
@@ -194,6 +195,8 @@ static void test_savevm_loadvm(void)
     int i, c;
 
     snapshot_drive(qts, img);
+    /* A snapshot from before the VFs existed, loaded at the end. */
+    snapshot(qts, "snapshot-save", "chpp-0");
     chpp_pf_vfs_set(p, 1);
     for (i = 0; i < NFN; i++) {
         chpp_node_setup(&v.fn[i], i ? p->vf[i] : p->d, 0, i);
@@ -289,6 +292,18 @@ static void test_savevm_loadvm(void)
         g_assert_cmpuint(chpp_counter(v.fn[i].d, CHPP_CNT_RETRANSMITS), ==,
                          0);
     }
+
+    /* Back to before the VFs: they are gone, and can be enabled again. */
+    snapshot(qts, "snapshot-load", "chpp-0");
+    g_assert_cmpuint(chpp_pf_cfg_rd(p, 0, CHPP_PCI_EXT_CAP_SRIOV +
+                                    PCI_SRIOV_CTRL) & PCI_SRIOV_CTRL_VFE,
+                     ==, 0);
+    g_assert_cmphex(chpp_pf_cfg_rd(p, 1, CHPP_PCI_CAP_EXP), ==, 0xffffffff);
+    g_assert_cmphex(chpp_rd(p->d, CHPP_REG_STATUS), ==, 0);
+    p->d->toggle = true;
+    chpp_pf_vfs_set(p, 1);
+    chpp_node_setup(&v.fn[1], p->vf[1], 0, 1);
+    g_assert(chpp_rd(p->vf[1], CHPP_REG_STATUS) & CHPP_STATUS_HCA_INIT);
     snap_free(&at);
     snap_free(&now);
     chpp_pf_stop(p);
