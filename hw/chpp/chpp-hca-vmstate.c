@@ -168,6 +168,12 @@ static bool chpp_fn_res_ok(const ChppFnRes *r)
            r->weight >= 1 && r->priority <= CHPP_ARB_MAX_PRIORITY;
 }
 
+/*
+ * The arbiter's running values stay within a small multiple of the sum of
+ * the weights; a stream with values near INT32 limits could overflow them.
+ */
+#define CHPP_ARB_CURRENT_MAX    (1 << 20)
+
 static bool chpp_sriov_needed(void *opaque)
 {
     ChppHcaState *s = opaque;
@@ -200,9 +206,18 @@ static int chpp_sriov_post_load(void *opaque, int version_id)
     uint16_t num_vf = pci_get_word(pdev->config + cap + PCI_SRIOV_NUM_VF);
     unsigned i;
 
+    if (!s->params.sriov_max_vfs) {
+        return chpp_refuse(s, "SR-IOV state for a PF without SR-IOV");
+    }
     for (i = 1; i <= s->params.sriov_max_vfs; i++) {
         if (!chpp_fn_res_ok(&s->fn_res[i])) {
             return chpp_refuse(s, "VF quotas out of range");
+        }
+    }
+    for (i = 0; i <= CHPP_MAX_VFS; i++) {
+        if (s->arb_current[i] > CHPP_ARB_CURRENT_MAX ||
+            s->arb_current[i] < -CHPP_ARB_CURRENT_MAX) {
+            return chpp_refuse(s, "arbitration state out of range");
         }
     }
     if (!s->fn_res[0].weight ||
