@@ -2,6 +2,7 @@
 /*
  * chpp-hca: completion queues (docs/completion-queues.md).
  */
+#include <rdma/uverbs_ioctl.h>
 #include "chpp_hca.h"
 
 static void chpp_cq_db(struct chpp_dev *dev, struct chpp_cq *cq, u32 cmd)
@@ -14,6 +15,30 @@ static void chpp_cq_db(struct chpp_dev *dev, struct chpp_cq *cq, u32 cmd)
 	writeq(v, dev->uar + CHPP_UAR_CQ_DB);
 }
 
+/* The ring of a user CQ: user memory described by the command's udata. */
+static int chpp_cq_user_ring(struct chpp_dev *dev, struct chpp_cq *cq,
+			     const struct ib_cq_init_attr *attr,
+			     struct ib_udata *udata)
+{
+	struct chpp_ucontext *uc = rdma_udata_to_drv_context(udata,
+				struct chpp_ucontext, ibuc);
+	struct chpp_create_cq_cmd cmd = {};
+	int err;
+
+	err = ib_copy_from_udata(&cmd, udata, min(udata->inlen, sizeof(cmd)));
+	if (err)
+		return err;
+	if (cmd.reserved || !is_power_of_2(cmd.entries) ||
+	    cmd.entries < CHPP_CQ_MIN_ENTRIES || cmd.entries < attr->cqe ||
+	    cmd.entries > dev->caps.max_cq_entries)
+		return -EINVAL;
+	cq->n = cmd.entries;
+	cq->user = true;
+	cq->uar = uc->uar;
+	return chpp_ubuf_get(dev, cmd.buf_addr,
+			     (size_t)cq->n * CHPP_CQE_SIZE, &cq->buf);
+}
+
 int chpp_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		   struct ib_udata *udata)
 {
@@ -21,30 +46,32 @@ int chpp_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct chpp_cq *cq = to_ccq(ibcq);
 	struct chpp_cq_context ctx = {};
 	int idx, err;
-	u32 n;
 
-	if (udata)
-		return -EOPNOTSUPP;	/* user CQs: not yet */
 	if (attr->flags || attr->cqe < 1 || attr->cqe > dev->caps.max_cq_entries)
 		return -EINVAL;
-	n = roundup_pow_of_two(max_t(u32, attr->cqe, CHPP_CQ_MIN_ENTRIES));
 
 	idx = ida_alloc_max(&dev->cq_ida, dev->caps.max_cqs - 1, GFP_KERNEL);
 	if (idx < 0)
 		return idx;
 	cq->cqn = idx;
-	cq->n = n;
 	cq->ci = 0;
 	spin_lock_init(&cq->lock);
-	err = chpp_buf_alloc(dev, n * CHPP_CQE_SIZE, &cq->buf);
+	if (udata) {
+		err = chpp_cq_user_ring(dev, cq, attr, udata);
+	} else {
+		cq->n = roundup_pow_of_two(max_t(u32, attr->cqe,
+						 CHPP_CQ_MIN_ENTRIES));
+		cq->uar = CHPP_KERNEL_UAR;
+		err = chpp_buf_alloc(dev, cq->n * CHPP_CQE_SIZE, &cq->buf);
+	}
 	if (err)
 		goto free_idx;
 
 	ctx.mtt_base = cq->buf.mtt_base;
 	ctx.log_page_size = PAGE_SHIFT;
-	ctx.num_entries = n;
+	ctx.num_entries = cq->n;
 	ctx.eqn = dev->eq.eqn;
-	ctx.uar = CHPP_KERNEL_UAR;
+	ctx.uar = cq->uar;
 	err = xa_err(xa_store_irq(&dev->cq_xa, idx, cq, GFP_KERNEL));
 	if (err)
 		goto free_buf;
@@ -52,9 +79,22 @@ int chpp_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto erase;
 	cq->hw = true;
-	ibcq->cqe = n;
+	ibcq->cqe = cq->n;
+	if (udata) {
+		struct chpp_create_cq_resp resp = {
+			.cqn = idx,
+			.entries = cq->n,
+		};
+
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto hw2sw;
+	}
 	return 0;
 
+hw2sw:
+	chpp_cmd(dev, CHPP_CMD_HW2SW_CQ, 0, idx, 0, NULL);
 erase:
 	xa_erase_irq(&dev->cq_xa, idx);
 free_buf:
@@ -138,7 +178,7 @@ static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	}
 	if (!(cqe->flags & CHPP_CQE_FLAG_SEND)) {
-		wc->slid = cqe->src_node + 1;
+		wc->slid = CHPP_LID(cqe->src_node, cqe->src_vf);
 		if (qp->type == CHPP_QPT_UD)
 			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC, cqe->src_qp);
 		else
@@ -197,7 +237,8 @@ void chpp_cq_clean(struct chpp_cq *cq, u32 qpn)
 	unsigned long flags;
 	u32 pi, i, dst;
 
-	if (!cq)
+	/* A process owns its CQ ring and consumer index: it cleans it. */
+	if (!cq || cq->user)
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
 	for (pi = cq->ci; chpp_cqe_valid(cq, pi) && pi - cq->ci < cq->n; pi++)

@@ -14,8 +14,10 @@
 #include <linux/xarray.h>
 #include <linux/idr.h>
 #include <rdma/ib_verbs.h>
+#include <linux/workqueue.h>
 
 #include "hw/chpp/chpp-hca-abi.h"
+#include "chpp_uverbs_abi.h"
 
 #ifdef __BIG_ENDIAN
 #error "chpp_hca: the ABI structures are little-endian; only LE guests are supported"
@@ -37,10 +39,14 @@ struct chpp_mbox {
 	dma_addr_t dma;
 };
 
-/* A DMA-contiguous ring mapped by consecutive 4 KiB MTT entries. */
+/*
+ * A ring mapped by consecutive 4 KiB MTT entries: DMA-contiguous kernel
+ * memory (va, dma), or pinned user memory (umem).
+ */
 struct chpp_buf {
 	void *va;
 	dma_addr_t dma;
+	struct ib_umem *umem;
 	size_t size;		/* rounded up to PAGE_SIZE */
 	u32 mtt_base;
 	u32 npages;
@@ -59,6 +65,7 @@ struct chpp_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
 	void __iomem *regs;		/* BAR0 */
+	void __iomem *uar_base;		/* BAR2 */
 	void __iomem *uar;		/* BAR2, kernel UAR page */
 	resource_size_t uar_phys;	/* BAR2 start */
 	struct chpp_dev_cap caps;
@@ -86,7 +93,7 @@ struct chpp_dev {
 	atomic_t irq_count;
 
 	/* resources */
-	struct ida pd_ida, mpt_ida, cq_ida, qp_ida;
+	struct ida pd_ida, mpt_ida, cq_ida, qp_ida, uar_ida;
 	spinlock_t mtt_lock;
 	unsigned long *mtt_bitmap;
 	u8 *mpt_tag;
@@ -95,6 +102,12 @@ struct chpp_dev {
 	struct xarray qp_xa;		/* device qpn -> chpp_qp */
 	spinlock_t db_lock;		/* 64-bit CQ doorbells are single writeq */
 	struct dentry *dbg;
+};
+
+struct chpp_ucontext {
+	struct ib_ucontext ibuc;
+	u32 uar;			/* its UAR page */
+	struct rdma_user_mmap_entry *uar_entry;
 };
 
 struct chpp_pd {
@@ -113,6 +126,7 @@ struct chpp_mr {
 struct chpp_ah {
 	struct ib_ah ibah;
 	u16 dest_node;
+	u8 dest_vf;		/* function: LID = CHPP_LID(node, function) */
 };
 
 struct chpp_cq {
@@ -123,6 +137,8 @@ struct chpp_cq {
 	struct chpp_buf buf;
 	spinlock_t lock;
 	bool hw;
+	bool user;		/* ring in user memory, polled by the process */
+	u16 uar;
 };
 
 struct chpp_wq {
@@ -148,11 +164,19 @@ struct chpp_qp {
 	struct chpp_wq sq, rq;
 	u32 dest_ibqpn;		/* remote qp_num (RC/UC), with its magic */
 	u32 qkey;
+	bool user;		/* rings in user memory, posted by the process */
+	u16 uar;
+	struct work_struct redb_work;	/* user QP: ring again after FIFO loss */
 };
 
 static inline struct chpp_dev *to_cdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct chpp_dev, ibdev);
+}
+
+static inline struct chpp_ucontext *to_cuc(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct chpp_ucontext, ibuc);
 }
 
 static inline struct chpp_pd *to_cpd(struct ib_pd *pd)
@@ -213,6 +237,15 @@ int chpp_buf_alloc(struct chpp_dev *dev, size_t size, struct chpp_buf *buf);
 void chpp_buf_free(struct chpp_dev *dev, struct chpp_buf *buf);
 int chpp_res_init(struct chpp_dev *dev);
 void chpp_res_cleanup(struct chpp_dev *dev);
+
+/* chpp_uverbs.c */
+int chpp_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
+void chpp_dealloc_ucontext(struct ib_ucontext *ibuc);
+int chpp_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void chpp_mmap_free(struct rdma_user_mmap_entry *rdma);
+int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
+		  struct chpp_buf *buf);
+void chpp_qp_user_redoorbell(struct work_struct *work);
 
 /* chpp_ib.c */
 int chpp_ib_register(struct chpp_dev *dev);

@@ -4,8 +4,9 @@
  *
  * Link layer: InfiniBand, with the port's core capabilities limited to
  * RDMA_CORE_CAP_PROT_IB (no IB_MAD, SMI, CM or SA), so ib_core's MAD layer
- * does not ask for QP0/QP1, which the device does not have. LID = node id + 1;
- * GID 0 = fe80::/64 + port GUID. See docs/guest-driver.md.
+ * does not ask for QP0/QP1, which the device does not have. LID =
+ * (function << 12 | node id) + 1; GID 0 = fe80::/64 + port GUID. See
+ * docs/guest-driver.md.
  */
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
@@ -315,7 +316,10 @@ static int chpp_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 
 	if (!dlid)
 		return -EINVAL;
-	to_cah(ibah)->dest_node = dlid - 1;
+	if (CHPP_LID_FN(dlid) > CHPP_MAX_VFS)
+		return -EINVAL;
+	to_cah(ibah)->dest_node = CHPP_LID_NODE(dlid);
+	to_cah(ibah)->dest_vf = CHPP_LID_FN(dlid);
 	return 0;
 }
 
@@ -340,7 +344,7 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 const struct ib_device_ops chpp_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = 1,
+	.uverbs_abi_ver = CHPP_UVERBS_ABI_VERSION,
 
 	.query_device = chpp_query_device,
 	.query_port = chpp_query_port,
@@ -349,6 +353,10 @@ const struct ib_device_ops chpp_dev_ops = {
 	.get_port_immutable = chpp_port_immutable,
 	.get_link_layer = chpp_link_layer,
 	.get_dev_fw_str = chpp_fw_str,
+	.alloc_ucontext = chpp_alloc_ucontext,
+	.dealloc_ucontext = chpp_dealloc_ucontext,
+	.mmap = chpp_mmap,
+	.mmap_free = chpp_mmap_free,
 	.alloc_pd = chpp_alloc_pd,
 	.dealloc_pd = chpp_dealloc_pd,
 	.get_dma_mr = chpp_get_dma_mr,
@@ -367,6 +375,7 @@ const struct ib_device_ops chpp_dev_ops = {
 	.post_send = chpp_post_send,
 	.post_recv = chpp_post_recv,
 
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, chpp_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, chpp_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ah, chpp_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, chpp_cq, ibcq),

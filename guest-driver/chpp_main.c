@@ -49,7 +49,7 @@ static int chpp_query_caps(struct chpp_dev *dev)
 		return -ENODEV;
 	}
 	dev->node_id = dev->caps.node_id;
-	dev->port_guid = CHPP_PORT_GUID_BASE | dev->node_id;
+	dev->port_guid = CHPP_PORT_GUID(dev->node_id, dev->caps.func);
 	dev_info(d, "fw %u.%u.%u ABI %u.%u, node %u, func %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, %u PDs, %u UAR pages, %u MSI-X\n",
 		 dev->fw.fw_major, dev->fw.fw_minor, dev->fw.fw_subminor,
 		 dev->fw.abi_major, dev->fw.abi_minor, dev->node_id,
@@ -97,8 +97,8 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto free_dev;
 	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
-	dev->uar = pcim_iomap_table(pdev)[CHPP_BAR_UAR] +
-		   CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
+	dev->uar_base = pcim_iomap_table(pdev)[CHPP_BAR_UAR];
+	dev->uar = dev->uar_base + CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
 	dev->uar_phys = pci_resource_start(pdev, CHPP_BAR_UAR);
 	if (pci_resource_len(pdev, CHPP_BAR_REGS) < CHPP_BAR0_SIZE) {
 		dev_err(&pdev->dev, "BAR0 too small\n");
@@ -152,7 +152,8 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	link = chpp_rd(dev, CHPP_REG_LINK);
 	dev_info(&pdev->dev, "%s: node %u LID %u, link %s%s (peer node %u)\n",
-		 dev_name(&dev->ibdev.dev), dev->node_id, dev->node_id + 1,
+		 dev_name(&dev->ibdev.dev), dev->node_id,
+		 CHPP_LID(dev->node_id, dev->caps.func),
 		 (link & CHPP_LINK_ATTACHED) ? "attached" : "none",
 		 (link & CHPP_LINK_UP) ? " up" : "",
 		 link >> CHPP_LINK_PEER_SHIFT);

@@ -7,6 +7,7 @@
  * the rings, RESET->INIT issues RST2INIT with the creation fields.
  */
 #include <linux/slab.h>
+#include <rdma/uverbs_ioctl.h>
 #include "chpp_hca.h"
 
 #define SEG 16	/* every WQE segment is 16 bytes */
@@ -36,6 +37,22 @@ static int chpp_wq_alloc(struct chpp_dev *dev, struct chpp_wq *wq, u32 nwr,
 	return 0;
 }
 
+/* A user ring: geometry from the process, checked like a kernel ring's. */
+static int chpp_wq_user(struct chpp_dev *dev, struct chpp_wq *wq, u64 addr,
+			u8 log_size, u8 log_stride, u32 nwr, u32 min_bytes)
+{
+	if (log_size > 30 || (1u << log_size) > dev->caps.max_qp_wqes ||
+	    (1u << log_size) < nwr || log_stride < CHPP_MIN_WQE_SHIFT ||
+	    log_stride > CHPP_MAX_WQE_SHIFT || (1u << log_stride) < min_bytes)
+		return -EINVAL;
+	wq->n = 1u << log_size;
+	wq->shift = log_stride;
+	wq->head = 0;
+	wq->tail = 0;
+	wq->wrid = NULL;	/* the process keeps its own wr_ids */
+	return chpp_ubuf_get(dev, addr, (size_t)wq->n << wq->shift, &wq->buf);
+}
+
 static void chpp_wq_free(struct chpp_dev *dev, struct chpp_wq *wq)
 {
 	chpp_buf_free(dev, &wq->buf);
@@ -52,8 +69,6 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 sq_bytes, rq_bytes, hdr;
 	int idx, err;
 
-	if (udata)
-		return -EOPNOTSUPP;	/* user QPs: not yet */
 	if (init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	switch (init->qp_type) {
@@ -86,12 +101,40 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (idx < 0)
 		return idx == -ENOSPC ? -ENOMEM : idx;
 	qp->idx = idx;
-	err = chpp_wq_alloc(dev, &qp->sq, cap->max_send_wr, sq_bytes);
-	if (err)
-		goto free_idx;
-	err = chpp_wq_alloc(dev, &qp->rq, cap->max_recv_wr, rq_bytes);
-	if (err)
-		goto free_sq;
+	INIT_WORK(&qp->redb_work, chpp_qp_user_redoorbell);
+	if (udata) {
+		struct chpp_create_qp_cmd cmd = {};
+
+		err = ib_copy_from_udata(&cmd, udata,
+					 min(udata->inlen, sizeof(cmd)));
+		if (err)
+			goto free_idx;
+		if (cmd.reserved) {
+			err = -EINVAL;
+			goto free_idx;
+		}
+		qp->user = true;
+		qp->uar = rdma_udata_to_drv_context(udata, struct chpp_ucontext,
+						    ibuc)->uar;
+		err = chpp_wq_user(dev, &qp->sq, cmd.sq_buf_addr,
+				   cmd.log_sq_size, cmd.log_sq_stride,
+				   cap->max_send_wr, sq_bytes);
+		if (err)
+			goto free_idx;
+		err = chpp_wq_user(dev, &qp->rq, cmd.rq_buf_addr,
+				   cmd.log_rq_size, cmd.log_rq_stride,
+				   cap->max_recv_wr, rq_bytes);
+		if (err)
+			goto free_sq;
+	} else {
+		qp->uar = CHPP_KERNEL_UAR;
+		err = chpp_wq_alloc(dev, &qp->sq, cap->max_send_wr, sq_bytes);
+		if (err)
+			goto free_idx;
+		err = chpp_wq_alloc(dev, &qp->rq, cap->max_recv_wr, rq_bytes);
+		if (err)
+			goto free_sq;
+	}
 
 	qp->sq.max_sge = ((1u << qp->sq.shift) - hdr) / SEG;
 	qp->sq.max_sge = min_t(u32, qp->sq.max_sge, CHPP_MAX_SGE);
@@ -118,6 +161,17 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		} while (qp->magic <= CHPP_UD_MAGIC);
 	}
 	ibqp->qp_num = CHPP_IBQPN(qp->magic, idx);
+	if (udata) {
+		struct chpp_create_qp_resp resp = {
+			.qpn = idx,
+			.magic = qp->magic,
+		};
+
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto free_rq;
+	}
 	err = xa_err(xa_store_irq(&dev->qp_xa, idx, qp, GFP_KERNEL));
 	if (err)
 		goto free_rq;
@@ -156,6 +210,7 @@ int chpp_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	mutex_unlock(&qp->mutex);
 	xa_erase_irq(&dev->qp_xa, qp->idx);
 	synchronize_irq(pci_irq_vector(dev->pdev, 0));
+	cancel_work_sync(&qp->redb_work);
 	chpp_wq_free(dev, &qp->rq);
 	chpp_wq_free(dev, &qp->sq);
 	ida_free(&dev->qp_ida, qp->idx);
@@ -209,7 +264,7 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	c->log_rq_stride = qp->rq.shift;
 	c->sq_log_page_size = PAGE_SHIFT;
 	c->rq_log_page_size = PAGE_SHIFT;
-	c->uar = CHPP_KERNEL_UAR;
+	c->uar = qp->uar;
 	c->magic = qp->magic;
 	c->flags = qp->sig_all ? CHPP_QP_FLAG_SQ_SIG_ALL : 0;
 
@@ -228,8 +283,8 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	if (mask & IB_QP_QKEY)
 		c->qkey = a->qkey;
 	if (mask & IB_QP_AV) {
-		c->dest_node = rdma_ah_get_dlid(&a->ah_attr) - 1;
-		c->dest_vf = 0;
+		c->dest_node = CHPP_LID_NODE(rdma_ah_get_dlid(&a->ah_attr));
+		c->dest_vf = CHPP_LID_FN(rdma_ah_get_dlid(&a->ah_attr));
 	}
 	if (mask & IB_QP_DEST_QPN)
 		c->dest_qpn = a->dest_qp_num & CHPP_QPN_MASK;
@@ -280,7 +335,8 @@ int chpp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((mask & IB_QP_AV) && !rdma_ah_get_dlid(&attr->ah_attr)) {
+	if ((mask & IB_QP_AV) && (!rdma_ah_get_dlid(&attr->ah_attr) ||
+	    CHPP_LID_FN(rdma_ah_get_dlid(&attr->ah_attr)) > CHPP_MAX_VFS)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -354,7 +410,7 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	a->rnr_retry = c.rnr_retry;
 	if (qp->type != CHPP_QPT_UD) {
 		a->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
-		rdma_ah_set_dlid(&a->ah_attr, c.dest_node + 1);
+		rdma_ah_set_dlid(&a->ah_attr, CHPP_LID(c.dest_node, c.dest_vf));
 		rdma_ah_set_port_num(&a->ah_attr, 1);
 	}
 	a->cap.max_send_wr = qp->sq.n;
@@ -429,6 +485,7 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 		struct chpp_wqe_ud *u = p;
 
 		u->dest_node = to_cah(ud->ah)->dest_node;
+		u->dest_vf = to_cah(ud->ah)->dest_vf;
 		u->dest_qpn = ud->remote_qpn & CHPP_QPN_MASK;
 		u->dest_magic = ud->remote_qpn >> CHPP_QPN_BITS;
 		u->qkey = (ud->remote_qkey & 0x80000000) ? qp->qkey :
@@ -539,6 +596,10 @@ void chpp_qp_sq_redoorbell(struct chpp_dev *dev, u32 qpn)
 
 	if (!qp)
 		return;
+	if (qp->user) {
+		schedule_work(&qp->redb_work);
+		return;
+	}
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	chpp_sq_doorbell(dev, qp);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);

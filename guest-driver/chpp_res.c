@@ -6,6 +6,7 @@
 #include <linux/bitmap.h>
 #include <linux/dma-mapping.h>
 #include <linux/slab.h>
+#include <rdma/ib_umem.h>
 #include "chpp_hca.h"
 
 int chpp_res_init(struct chpp_dev *dev)
@@ -14,6 +15,7 @@ int chpp_res_init(struct chpp_dev *dev)
 	ida_init(&dev->mpt_ida);
 	ida_init(&dev->cq_ida);
 	ida_init(&dev->qp_ida);
+	ida_init(&dev->uar_ida);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	spin_lock_init(&dev->mtt_lock);
@@ -37,6 +39,7 @@ void chpp_res_cleanup(struct chpp_dev *dev)
 	ida_destroy(&dev->mpt_ida);
 	ida_destroy(&dev->cq_ida);
 	ida_destroy(&dev->qp_ida);
+	ida_destroy(&dev->uar_ida);
 	xa_destroy(&dev->cq_xa);
 	xa_destroy(&dev->qp_xa);
 }
@@ -139,7 +142,7 @@ void chpp_buf_free(struct chpp_dev *dev, struct chpp_buf *buf)
 {
 	u64 *zeros;
 
-	if (!buf->va)
+	if (!buf->va && !buf->umem)
 		return;
 	zeros = kcalloc(buf->npages, sizeof(u64), GFP_KERNEL);
 	if (zeros) {
@@ -147,6 +150,11 @@ void chpp_buf_free(struct chpp_dev *dev, struct chpp_buf *buf)
 		kfree(zeros);
 	}
 	chpp_mtt_free(dev, buf->mtt_base, buf->npages);
+	if (buf->umem) {
+		ib_umem_release(buf->umem);
+		buf->umem = NULL;
+		return;
+	}
 	dma_free_coherent(&dev->pdev->dev, buf->size, buf->va, buf->dma);
 	buf->va = NULL;
 }

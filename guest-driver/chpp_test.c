@@ -63,6 +63,7 @@ struct ct {
 	atomic_t events;
 	atomic_t comp_irqs;
 	char result[256];
+	struct ib_event_handler port_handler;
 };
 
 static struct ct ct;
@@ -441,11 +442,57 @@ out:
 	return err;
 }
 
+/*
+ * RDMA writes of 4 KiB to the peer, one at a time, for @secs seconds or until
+ * one completes in error (a link cut, fault injection): the result says how
+ * many completed and the first error status.
+ */
+static int ct_stream(unsigned int secs)
+{
+	unsigned long end = jiffies + secs * HZ;
+	enum ib_wc_status st = IB_WC_SUCCESS;
+	struct ib_sge sge = {
+		.addr = ct.dma + R_WRITE_SRC, .length = 4096,
+		.lkey = ct.pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr rw = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.wr.sg_list = &sge,
+		.wr.num_sge = 1,
+		.remote_addr = ct.peer_addr + R_WRITE,
+		.rkey = ct.peer_rkey,
+	};
+	struct ib_wc wc;
+	u32 ok = 0;
+	int err = 0;
+
+	if (!ct.connected)
+		return -ENOTCONN;
+	while (time_before(jiffies, end)) {
+		rw.wr.wr_id = ok;
+		err = ib_post_send(ct.qp, &rw.wr, NULL);
+		if (err)
+			break;
+		err = ct_wait(ct.scq, &wc, "stream");
+		if (err) {
+			if (err == -EIO)
+				st = wc.status;
+			break;
+		}
+		ok++;
+	}
+	snprintf(ct.result, sizeof(ct.result), "STREAM ok=%u status=%s err=%d\n",
+		 ok, ib_wc_status_msg(st), err);
+	pr_info("chpp_test: %s", ct.result);
+	return 0;
+}
+
 static ssize_t ct_ctl_write(struct file *f, const char __user *ubuf,
 			    size_t len, loff_t *pos)
 {
 	char cmd[128];
-	unsigned int lid, qpn, rkey;
+	unsigned int lid, qpn, rkey, secs;
 	unsigned long long addr;
 	int err;
 
@@ -466,6 +513,8 @@ static ssize_t ct_ctl_write(struct file *f, const char __user *ubuf,
 		err = ct_connect(lid, qpn, rkey, addr);
 	} else if (!strcmp(cmd, "run")) {
 		err = ct_run();
+	} else if (sscanf(cmd, "stream %u", &secs) == 1) {
+		err = ct_stream(secs);
 	} else if (!strcmp(cmd, "teardown")) {
 		ct_teardown();
 		err = 0;
@@ -520,13 +569,24 @@ static const struct file_operations ct_result_fops = {
 	.read = ct_result_read,
 };
 
+/* Port events as ib_core delivers them to any client. */
+static void ct_port_event(struct ib_event_handler *h, struct ib_event *ev)
+{
+	if (ev->event == IB_EVENT_PORT_ACTIVE || ev->event == IB_EVENT_PORT_ERR)
+		pr_info("chpp_test: %s: %s\n", dev_name(&ev->device->dev),
+			ib_event_msg(ev->event));
+}
+
 static int ct_add(struct ib_device *ibdev)
 {
 	if (strncmp(dev_name(&ibdev->dev), "chpp", 4))
 		return -EOPNOTSUPP;
 	mutex_lock(&ct_mutex);
-	if (!ct.ibdev)
+	if (!ct.ibdev) {
 		ct.ibdev = ibdev;
+		INIT_IB_EVENT_HANDLER(&ct.port_handler, ibdev, ct_port_event);
+		ib_register_event_handler(&ct.port_handler);
+	}
 	mutex_unlock(&ct_mutex);
 	return 0;
 }
@@ -536,6 +596,7 @@ static void ct_remove(struct ib_device *ibdev, void *data)
 	mutex_lock(&ct_mutex);
 	if (ct.ibdev == ibdev) {
 		ct_teardown();
+		ib_unregister_event_handler(&ct.port_handler);
 		ct.ibdev = NULL;
 	}
 	mutex_unlock(&ct_mutex);

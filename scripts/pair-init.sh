@@ -12,6 +12,8 @@
 #   chpp.pause=SEC    wait SEC seconds (printing "pausing") before the traffic,
 #                     e.g. to inject faults from the monitor
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
+#   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
+#                     the fault from the host while both nodes stream)
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
 #   chpp.sections=1   print chpp_hca's section addresses after each load
@@ -31,7 +33,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
 SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
-KSYMS=$(arg ksyms); SECTIONS=$(arg sections)
+KSYMS=$(arg ksyms); SECTIONS=$(arg sections); CUT=$(arg cut)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -154,16 +156,98 @@ say "traffic: $RES"
 say "traffic took $(awk "BEGIN{print $end - $start}") s"
 case "$RES" in PASS*) ;; *) fail "traffic: $RES" ;; esac
 
-if [ "$MODE" = pair ]; then
-    echo done >/www/done
-    fetch done 120 || fail "peer never finished"
-    sleep 3     # keep serving "done" until the peer has seen ours
-fi
-
 echo teardown >"$CT/ctl"
 rmmod chpp_test || fail "rmmod chpp_test"
 rmmod chpp_hca || fail "rmmod chpp_hca"
 if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
     fail "kernel log has warnings or device errors"
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 1)), port ACTIVE, $RES"
+
+# Exchange "lid qpn rkey addr" with the peer as file $1 and connect to it.
+connect_peer() {
+    echo setup >"$CT/ctl" || fail "test setup ($1)"
+    cat "$CT/info" >"/www/$1"
+    fetch "$1" 120 || fail "no peer $1"
+    P=$(cat "/tmp/$1")
+    echo "connect $(field "$P" lid) $(field "$P" qpn) $(field "$P" rkey | sed 's/^0x//')" \
+         "$(field "$P" addr | sed 's/^0x//')" >"$CT/ctl" || fail "connect ($1)"
+    echo ready >"/www/$1ready"
+    fetch "$1ready" 120 || fail "peer never ready ($1)"
+}
+
+# Link cut while traffic runs: both nodes stream RDMA writes; pair.sh cuts
+# the link and drops every data frame until both streams have failed. The stream must end
+# in an error completion, the port must go down and come back (events seen by
+# a verbs client), and new QPs must then move data again.
+if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
+    dmesg -c >/dev/null
+    load_driver
+    insmod "$MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
+    connect_peer cutinfo
+    say "streaming"
+    echo "stream 90" >"$CT/ctl" || fail "stream"
+    SRES=$(cat "$CT/result")
+    say "stream: $SRES"
+    case "$SRES" in
+        "STREAM ok=0 "*|*status=success*) fail "the stream did not end in an error completion: $SRES" ;;
+        STREAM*) ;;
+        *) fail "stream: $SRES" ;;
+    esac
+    wait_active 60 || fail "port not ACTIVE after the cut: '$(port_state)'"
+    # pair.sh clears the frame drops once both streams have failed: give it
+    # time to see the peer's result line too.
+    echo streamed >/www/streamed
+    fetch streamed 120 || fail "peer never finished streaming"
+    sleep 3
+    echo teardown >"$CT/ctl"
+    connect_peer reinfo
+    echo run >"$CT/ctl"
+    RES2=$(cat "$CT/result")
+    say "traffic after the cut: $RES2"
+    case "$RES2" in PASS*) ;; *) fail "traffic after the cut: $RES2" ;; esac
+    echo cutdone >/www/cutdone
+    fetch cutdone 120 || fail "peer never finished the cut stage"
+    echo teardown >"$CT/ctl"
+    rmmod chpp_test || fail "rmmod chpp_test (cut)"
+    rmmod chpp_hca || fail "rmmod chpp_hca (cut)"
+    dmesg | grep -q 'chpp_test: chpp0: port error' || fail "no PORT_ERR event reached ib_core clients"
+    dmesg | grep -q 'chpp_test: chpp0: port active' || fail "no PORT_ACTIVE event reached ib_core clients"
+    if dmesg | grep -E 'WARNING:|BUG:|Oops'; then
+        fail "kernel warnings in the cut stage"
+    fi
+    CUTRES="; link cut: $(echo "$SRES" | sed 's/ err=.*//'), port down/up, traffic again"
+fi
+
+# A fresh driver instance for user-space (OS-bypass) access through uverbs,
+# loopback on this node. Its isolation check makes the device refuse one
+# doorbell on purpose: exactly one "doorbell refused" line is expected.
+dmesg -c >/dev/null
+load_driver
+/bin/chpp-uverbs-test >/tmp/uverbs.log 2>&1
+urc=$?
+cat /tmp/uverbs.log
+[ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/uverbs.log || fail "uverbs test"
+UVERBS=$(sed -n 's/^chpp-uverbs: PASS //p' /tmp/uverbs.log)
+
+# Unbind and bind the PCI function through sysfs: the ib device goes and
+# comes back with its port ACTIVE.
+BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
+echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/unbind || fail "unbind $BDF"
+[ -e /sys/class/infiniband/chpp0 ] && fail "chpp0 still present after unbind"
+echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/bind || fail "bind $BDF"
+wait_active 60 || fail "port not ACTIVE after bind: '$(port_state)'"
+say "unbind/bind $BDF OK"
+rmmod chpp_hca || fail "rmmod chpp_hca (after uverbs)"
+[ "$(dmesg | grep -c 'doorbell refused')" = 1 ] ||
+    fail "want exactly one refused doorbell (the isolation check)"
+if dmesg | grep -v 'doorbell refused' | grep -v 'guest error(s) since probe' |
+        grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
+    fail "kernel log has warnings or device errors (uverbs)"
+fi
+# Keep this node (and its end of the link) up until the peer is done too.
+if [ "$MODE" = pair ]; then
+    echo done >/www/done
+    fetch done 120 || fail "peer never finished"
+    sleep 3     # keep serving "done" until the peer has seen ours
+fi
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind${CUTRES:-}"

@@ -21,6 +21,9 @@
 #   --gdb-addr A      where --gdb listens: a QEMU -gdb address
 #                     (default tcp::1234; e.g. unix:/tmp/g.sock,server=on,wait=off)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
+#   --cut             pair: add the link-cut stage: once both guests stream
+#                     RDMA writes, cut the link and drop every data frame
+#                     until both streams failed (docs/guest-driver.md)
 #   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
@@ -32,12 +35,13 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
+SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --single) SINGLE=1 ;;
+        --cut) CUT=1 ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -83,6 +87,9 @@ chpp_log "building guest-driver/ for $KVER"
 flock "$GUEST/driver-build.lock" \
     make -s -C "$CHPP_ROOT/guest-driver" KVER="$KVER" >"$GUEST/driver-build.log" 2>&1 ||
     { cat "$GUEST/driver-build.log" >&2; chpp_die "driver build failed"; }
+flock "$GUEST/driver-build.lock" \
+    make -s -C "$CHPP_ROOT/guest-driver/user" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
+    { cat "$GUEST/driver-build.log" >&2; chpp_die "user-space test build failed"; }
 
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
@@ -102,6 +109,7 @@ INITRD="$RUN/initramfs.cpio.gz"
 ROOT="$RUN/initramfs"
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
+cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
 ln -s busybox "$ROOT/bin/sh"
 install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
 for m in "${ORDER[@]}"; do
@@ -118,7 +126,7 @@ cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" 
    "$ROOT/lib/modules/$KVER/"
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
-chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test"
+chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test + chpp-uverbs-test"
 
 # --- the guests ---------------------------------------------------------------------
 NODES=(1 2)
@@ -127,6 +135,7 @@ qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
     append="console=ttyS0 quiet panic=-1 chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
     [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
+    [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
@@ -166,10 +175,54 @@ for n in "${NODES[@]}"; do
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
     tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
-        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
+        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp-uverbs:|chpp_hca .*(port|interrupt|fw)' |
         sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done
+# One HMP command on node $1's monitor.
+hmp() {
+    python3 - "$RUN/mon$1.sock" "$2" <<'EOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(2)
+try:
+    s.recv(4096)        # banner and prompt
+except OSError:
+    pass
+s.sendall((sys.argv[2] + "\n").encode())
+time.sleep(0.3)
+s.close()
+EOF
+}
+
+# The link-cut stage: wait for both guests to stream, then inject.
+inject_cut() {
+    local n waited=0 dev=/machine/peripheral/hca0
+    for n in 1 2; do
+        until grep -aq 'chpp-guest: streaming' "$LOG-node$n.log"; do
+            sleep 0.5; waited=$((waited + 1))
+            [ $waited -lt $((TIMEOUT * 2)) ] || return 0
+        done
+    done
+    sleep 1
+    chpp_log "cutting the link, dropping all data frames until both streams fail"
+    for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 100"; done
+    hmp 1 "qom-set $dev fault-cut true"
+    # Keep dropping until both streams have ended in an error completion.
+    for n in 1 2; do
+        until grep -aq 'chpp-guest: stream:' "$LOG-node$n.log"; do
+            sleep 0.5; waited=$((waited + 1))
+            [ $waited -lt $((TIMEOUT * 2)) ] || break
+        done
+    done
+    for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 0"; done
+    chpp_log "link faults cleared"
+}
+if [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ]; then
+    inject_cut &
+fi
+
 declare -A RC=()
 if [ "$SHELL_NODE" != 0 ]; then
     qemu_cmd "$SHELL_NODE"

@@ -314,19 +314,32 @@ static void chpp_engine_run(void *opaque)
     }
 }
 
-/* The VM is stopping (e.g. for migration): finish in-flight packets now. */
+/*
+ * The VM is stopping (e.g. for migration): finish in-flight packets now.
+ * Packets cross between functions, so the PF drains them all until none
+ * of them has anything left.
+ */
 static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
 {
     ChppHcaState *s = opaque;
+    bool busy;
+    unsigned fn;
 
     if (running) {
         s->engine_stopped = false;
         chpp_engine_kick(s);
         return;
     }
-    while (chpp_engine_step(s)) {
-        /* drain */
-    }
+    do {
+        busy = false;
+        for (fn = 0; fn <= (s->func ? 0 : CHPP_MAX_VFS); fn++) {
+            ChppHcaState *f = s->func ? s : chpp_function(s, fn);
+
+            while (f && chpp_engine_step(f)) {
+                busy = true;
+            }
+        }
+    } while (busy);
     s->engine_stopped = true;
 }
 

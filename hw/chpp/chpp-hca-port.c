@@ -111,11 +111,11 @@ uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox)
         .active_mtu = CHPP_MTU_4096,
         .link_width = 1,
         .link_speed = 1,
-        .lid = cpu_to_le16(s->params.node_id + 1),
+        .lid = cpu_to_le16(CHPP_LID(s->params.node_id, s->func)),
         .gid_tbl_len = cpu_to_le32(1),
         .pkey_tbl_len = cpu_to_le32(1),
         .max_msg_size = cpu_to_le32(CHPP_MAX_MSG_SIZE),
-        .port_guid = cpu_to_le64(CHPP_PORT_GUID_BASE | s->params.node_id),
+        .port_guid = cpu_to_le64(CHPP_PORT_GUID(s->params.node_id, s->func)),
         .gid_prefix = cpu_to_le64(0xfe80000000000000ull),
     };
     chpp_mailbox_write(s, mailbox, &info, sizeof(info), &status);

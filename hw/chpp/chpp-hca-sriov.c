@@ -86,7 +86,7 @@ void chpp_sriov_init_pf(ChppHcaState *s)
         return;
     }
     pcie_ari_init(pdev, CHPP_PCI_EXT_CAP_ARI, 0);
-    pcie_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV, TYPE_CHPP_HCA,
+    pcie_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV, TYPE_CHPP_HCA_VF,
                        s->params.vf_device_id, 0, s->params.sriov_max_vfs,
                        CHPP_VF_OFFSET, CHPP_VF_STRIDE);
     pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_REGS,

@@ -1,15 +1,14 @@
 /*
  * chpp-hca: QOM/PCI glue of the cHPP host channel adapter model.
  *
- * Properties, realize/exit, PCI capabilities, reset and migration.  The
- * register file, the command engine and the event queues live in their own
- * files (see chpp-hca.h).
+ * Properties, realize/exit, PCI capabilities and reset.  The
+ * register file, the command engine, the event queues and migration
+ * (chpp-hca-vmstate.c) live in their own files (see chpp-hca.h).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
-#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
@@ -18,7 +17,6 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
-#include "migration/vmstate.h"
 #include "chpp-hca.h"
 #include "trace.h"
 
@@ -105,7 +103,9 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
 {
     const ChppHcaParams *p = &s->params;
 
-    return chpp_check_range("num-qps", p->num_qps, 1, CHPP_MAX_QPS, errp) &&
+    return chpp_check_range("node-id", p->node_id, 0, CHPP_MAX_NODE_ID,
+                            errp) &&
+           chpp_check_range("num-qps", p->num_qps, 1, CHPP_MAX_QPS, errp) &&
            chpp_check_range("num-cqs", p->num_cqs, 1, CHPP_MAX_CQS, errp) &&
            chpp_check_range("num-eqs", p->num_eqs, 1, CHPP_MAX_EQS, errp) &&
            chpp_check_range("num-mpts", p->num_mpts, 1, CHPP_MAX_MPTS,
@@ -263,79 +263,6 @@ static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
     }
 }
 
-static int chpp_hca_post_load(void *opaque, int version_id)
-{
-    ChppHcaState *s = opaque;
-    unsigned i;
-
-    for (i = 0; i < CHPP_NUM_PORTS; i++) {
-        if (s->port_state[i] != CHPP_PORT_DOWN &&
-            s->port_state[i] != CHPP_PORT_ACTIVE) {
-            return -EINVAL;
-        }
-    }
-    if (!chpp_eq_post_load(s) || !chpp_mr_post_load(s) ||
-        !chpp_cq_post_load(s) || !chpp_qp_post_load(s) ||
-        !chpp_engine_check_load(s)) {
-        return -EINVAL;
-    }
-    chpp_cmd_post_load(s);
-    chpp_engine_post_load(s);
-    chpp_port_post_load(s);
-    return 0;
-}
-
-/* VFs are created by the guest at run time; the destination has none. */
-static int chpp_hca_pre_save(void *opaque)
-{
-    PCIDevice *pdev = PCI_DEVICE(opaque);
-
-    if (!pci_is_vf(pdev) && CHPP_HCA(pdev)->params.sriov_max_vfs &&
-        pcie_sriov_num_vfs(pdev)) {
-        error_report("chpp-hca: migration with SR-IOV VFs enabled is not "
-                     "supported; disable the VFs first");
-        return -ENOTSUP;
-    }
-    return 0;
-}
-
-static const VMStateDescription vmstate_chpp_hca = {
-    .name = "chpp-hca",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .pre_save = chpp_hca_pre_save,
-    .post_load = chpp_hca_post_load,
-    .fields = (VMStateField[]) {
-        VMSTATE_PCI_DEVICE(parent_obj, ChppHcaState),
-        VMSTATE_MSIX(parent_obj, ChppHcaState),
-        VMSTATE_UINT32_ARRAY(hcr, ChppHcaState, CHPP_HCR_DWORDS),
-        VMSTATE_TIMER_PTR(cmd_timer, ChppHcaState),
-        VMSTATE_BOOL(hca_init, ChppHcaState),
-        VMSTATE_UINT8_ARRAY(port_state, ChppHcaState, CHPP_NUM_PORTS),
-        VMSTATE_BOOL_ARRAY(port_open, ChppHcaState, CHPP_NUM_PORTS),
-        VMSTATE_UINT32(scratch, ChppHcaState),
-        VMSTATE_UINT32_ARRAY(counters, ChppHcaState, CHPP_CNT_NUM),
-        VMSTATE_STRUCT_ARRAY(eqs, ChppHcaState, CHPP_MAX_EQS, 1,
-                             vmstate_chpp_eq, ChppEq),
-        VMSTATE_UINT8_ARRAY(event_eq, ChppHcaState, CHPP_EVENT_NUM_TYPES),
-        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mpts, ChppHcaState,
-                                             params.num_mpts,
-                                             vmstate_chpp_mpt, ChppMpt),
-        VMSTATE_VARRAY_UINT32(mtt, ChppHcaState, params.num_mtts, 0,
-                              vmstate_info_uint64, uint64_t),
-        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(cqs, ChppHcaState,
-                                             params.num_cqs,
-                                             vmstate_chpp_cq, ChppCq),
-        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(qps, ChppHcaState,
-                                             params.num_qps,
-                                             vmstate_chpp_qp, ChppQp),
-        VMSTATE_UINT32_ARRAY(db_fifo, ChppHcaState, CHPP_DB_FIFO_DEPTH),
-        VMSTATE_UINT32(db_head, ChppHcaState),
-        VMSTATE_UINT32(db_count, ChppHcaState),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
 static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT16("vendor-id", ChppHcaState, params.vendor_id,
                        CHPP_PCI_VENDOR_ID),
@@ -378,7 +305,8 @@ static const struct {
     { "device-id", "PCI device ID of the physical function" },
     { "vf-device-id", "PCI device ID of the virtual functions" },
     { "sriov-max-vfs", "SR-IOV TotalVFs (0..7, 0 = no SR-IOV capability)" },
-    { "node-id", "node id: SRC-CPU of outgoing packets, LID = node-id + 1" },
+    { "node-id", "node id (0..4095): SRC-CPU of outgoing packets; "
+      "LID = (function << 12 | node-id) + 1" },
     { "chardev", "chardev (a socket) of the link to the peer adapter; "
                  "without one only this node is reachable" },
     { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
@@ -439,9 +367,29 @@ static const TypeInfo chpp_hca_info = {
     },
 };
 
+/*
+ * A VF is the same device; only its state travels inside the PF's
+ * section (chpp-hca-vmstate.c), and only pcie_sriov creates one.
+ */
+static void chpp_hca_vf_class_init(ObjectClass *oc, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(oc);
+
+    dc->desc = "cHPP host channel adapter virtual function";
+    dc->vmsd = NULL;
+    dc->user_creatable = false;
+}
+
+static const TypeInfo chpp_hca_vf_info = {
+    .name = TYPE_CHPP_HCA_VF,
+    .parent = TYPE_CHPP_HCA,
+    .class_init = chpp_hca_vf_class_init,
+};
+
 static void chpp_hca_register_types(void)
 {
     type_register_static(&chpp_hca_info);
+    type_register_static(&chpp_hca_vf_info);
 }
 
 type_init(chpp_hca_register_types)

@@ -16,6 +16,8 @@
 
 #define TYPE_CHPP_HCA "chpp-hca"
 OBJECT_DECLARE_SIMPLE_TYPE(ChppHcaState, CHPP_HCA)
+/* The VFs pcie_sriov creates: a chpp-hca whose state the PF migrates. */
+#define TYPE_CHPP_HCA_VF "chpp-hca-vf"
 
 /* The EQ that no event type is mapped to. */
 #define CHPP_EQN_NONE 0xff
@@ -273,6 +275,12 @@ struct ChppHcaState {
     uint32_t tx_queued;         /* PF: frames queued, all functions */
     bool tx_blocked;            /* PF: a sender waits for room */
     VMChangeStateEntry *vmstate_change;
+
+    /* PF, migration only (chpp-hca-vmstate.c) */
+    uint8_t mig_num_vfs;        /* VFs the source had enabled */
+    ChppHcaState *mig_vfs[CHPP_MAX_VFS];
+    bool mig_sriov_loaded;
+    bool mig_vfs_loaded;
 };
 
 void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
@@ -436,6 +444,7 @@ uint8_t chpp_cmd_hw2sw_eq(ChppHcaState *s, uint32_t eqn);
 uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
+extern const VMStateDescription vmstate_chpp_hca;
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;

@@ -752,6 +752,140 @@ void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
                     CHPP_STAT_OK);
 }
 
+/* ---- SR-IOV ------------------------------------------------------------- */
+
+#define CHPP_MCH_PCIEXBAR   0x60
+
+static uint64_t chpp_ecam(int devfn, int off)
+{
+    return CHPP_TEST_ECAM_BASE | (uint64_t)devfn << 12 | off;
+}
+
+uint32_t chpp_pf_cfg_rd(ChppPf *p, int fn, int off)
+{
+    return qtest_readl(p->d->qts, chpp_ecam(CHPP_TEST_DEVFN + fn, off));
+}
+
+void chpp_pf_cfg_wr16(ChppPf *p, int fn, int off, uint16_t v)
+{
+    qtest_writew(p->d->qts, chpp_ecam(CHPP_TEST_DEVFN + fn, off), v);
+}
+
+ChppPf *chpp_pf_start(const char *props, const char *extra)
+{
+    ChppPf *p = g_new0(ChppPf, 1);
+    QPCIDevice *host;
+
+    p->d = chpp_start(props, extra);
+    host = qpci_device_find(p->d->qs->pcibus, 0);
+    qpci_config_writel(host, CHPP_MCH_PCIEXBAR + 4, 0);
+    qpci_config_writel(host, CHPP_MCH_PCIEXBAR, CHPP_TEST_ECAM_BASE | 1);
+    g_free(host);
+    qtest_writel(p->d->qts, chpp_ecam(CHPP_TEST_DEVFN,
+                                      CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_BAR),
+                 CHPP_TEST_VF_BAR0 | PCI_BASE_ADDRESS_MEM_TYPE_64);
+    qtest_writel(p->d->qts,
+                 chpp_ecam(CHPP_TEST_DEVFN,
+                           CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_BAR + 8),
+                 CHPP_TEST_VF_BAR2 | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                 PCI_BASE_ADDRESS_MEM_PREFETCH);
+    return p;
+}
+
+void chpp_vf_free(ChppDev *vf)
+{
+    if (vf) {
+        g_free(vf->pdev);
+        g_free(vf);
+    }
+}
+
+/* A VF's config reads 0xffff as its IDs: the handle is built by hand. */
+static ChppDev *chpp_vf_new(ChppPf *p, int fn)
+{
+    ChppDev *vf = g_new0(ChppDev, 1);
+
+    vf->qs = p->d->qs;
+    vf->qts = p->d->qts;
+    vf->pdev = g_new0(QPCIDevice, 1);
+    vf->pdev->bus = p->d->pdev->bus;
+    vf->pdev->devfn = CHPP_TEST_DEVFN + fn;
+    vf->bar0.addr = CHPP_TEST_VF_BAR0 + (fn - 1) * CHPP_BAR0_SIZE;
+    vf->bar2.addr = CHPP_TEST_VF_BAR2 + (fn - 1) * CHPP_VF_UAR_PAGES *
+                    CHPP_UAR_PAGE_SIZE;
+    vf->pdev->msix_table_bar = vf->bar0;
+    vf->pdev->msix_table_off = CHPP_MSIX_TABLE_OFFSET;
+    vf->pdev->msix_pba_bar = vf->bar0;
+    vf->pdev->msix_pba_off = CHPP_MSIX_PBA_OFFSET;
+    vf->toggle = true;
+    return vf;
+}
+
+ChppDev *chpp_vf_handle(ChppPf *p, int fn)
+{
+    ChppDev *vf = chpp_vf_new(p, fn);
+    uint16_t ctrl;
+
+    /* QEMU 7.2 maps VF BARs by the VF's own Memory Space bit. */
+    qpci_config_writew(vf->pdev, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    ctrl = qpci_config_readw(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS);
+    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS,
+                       ctrl | PCI_MSIX_FLAGS_ENABLE);
+    vf->pdev->msix_enabled = true;
+    vf->mbox_in = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
+    vf->mbox_out = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
+    vf->msi_page = guest_alloc(&vf->qs->alloc, 4096);
+    return vf;
+}
+
+void chpp_pf_vfs_set(ChppPf *p, int n)
+{
+    int i;
+
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        chpp_vf_free(p->vf[i]);
+        p->vf[i] = NULL;
+    }
+    chpp_pf_cfg_wr16(p, 0, CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_CTRL, 0);
+    if (n) {
+        chpp_pf_cfg_wr16(p, 0, CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_NUM_VF, n);
+        chpp_pf_cfg_wr16(p, 0, CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_CTRL,
+                         PCI_SRIOV_CTRL_VFE | PCI_SRIOV_CTRL_MSE);
+    }
+    for (i = 1; i <= n; i++) {
+        p->vf[i] = chpp_vf_handle(p, i);
+    }
+}
+
+void chpp_pf_stop(ChppPf *p)
+{
+    int i;
+
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        chpp_vf_free(p->vf[i]);
+    }
+    chpp_stop(p->d);
+    g_free(p);
+}
+
+ChppPf *chpp_pf_adopt_migrated(ChppDev *dst, ChppPf *src)
+{
+    ChppPf *p = g_new0(ChppPf, 1);
+    int i;
+
+    p->d = dst;
+    chpp_adopt_migrated(dst, src->d);
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        if (src->vf[i]) {
+            p->vf[i] = chpp_vf_new(p, i);
+            chpp_adopt_migrated(p->vf[i], src->vf[i]);
+        }
+    }
+    chpp_pf_stop(src);
+    return p;
+}
+
 /* ---- benchmark helpers --------------------------------------------------- */
 
 int chpp_find_qemu_pid(int except)

@@ -209,6 +209,36 @@ void chpp_node_qp(ChppNode *n, uint32_t qpn, uint8_t magic, uint8_t log_q,
 void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
                        uint8_t retry);
 
+/*
+ * SR-IOV: a PF and test handles for its VFs.  The SR-IOV capability lies
+ * beyond the 256 bytes libqos config accessors reach, so q35's ECAM window
+ * is enabled and used; the VF BARs are placed below libqos's PCI window.
+ */
+#define CHPP_TEST_ECAM_BASE 0xb0000000ull
+#define CHPP_TEST_VF_BAR0   0xd0000000ull
+#define CHPP_TEST_VF_BAR2   0xd0100000ull
+typedef struct ChppPf {
+    ChppDev *d;
+    ChppDev *vf[CHPP_MAX_VFS + 1];      /* [n] = VF n, NULL if disabled */
+} ChppPf;
+
+ChppPf *chpp_pf_start(const char *props, const char *extra);
+/* Config space of function @fn (0 = PF) through ECAM. */
+uint32_t chpp_pf_cfg_rd(ChppPf *p, int fn, int off);
+void chpp_pf_cfg_wr16(ChppPf *p, int fn, int off, uint16_t v);
+/* Disable the VFs, then enable @n of them (0: leave them disabled). */
+void chpp_pf_vfs_set(ChppPf *p, int n);
+/* A handle for VF @fn; enables its memory space, bus mastering, MSI-X. */
+ChppDev *chpp_vf_handle(ChppPf *p, int fn);
+void chpp_vf_free(ChppDev *vf);
+void chpp_pf_stop(ChppPf *p);
+/*
+ * After migrating @src's QEMU to @dst: a ChppPf for @dst whose handles are
+ * @src's (same BARs, mailboxes, MSI-X routes, HCR toggles); @src's VF
+ * handles are freed and @src->d is stopped.
+ */
+ChppPf *chpp_pf_adopt_migrated(ChppDev *dst, ChppPf *src);
+
 /* Benchmark helpers. */
 /* A QEMU child of this process (libqtest execs it), other than @except. */
 int chpp_find_qemu_pid(int except);

@@ -11,126 +11,18 @@
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
-#define ECAM_BASE   0xb0000000ull
-#define MCH_PCIEXBAR 0x60
-#define VF_BAR0     0xd0000000ull
-#define VF_BAR2     0xd0100000ull
 #define SRIOV       CHPP_PCI_EXT_CAP_SRIOV
 
-typedef struct Pf {
-    ChppDev *d;
-    ChppDev *vf[CHPP_MAX_VFS + 1];
-} Pf;
-
-static uint64_t ecam(int devfn, int off)
+static uint32_t cfg_rd(ChppPf *p, int fn, int off)
 {
-    return ECAM_BASE | (uint64_t)devfn << 12 | off;
-}
-
-static uint32_t cfg_rd(Pf *p, int fn, int off)
-{
-    return qtest_readl(p->d->qts, ecam(CHPP_TEST_DEVFN + fn, off));
-}
-
-static void cfg_wr16(Pf *p, int fn, int off, uint16_t v)
-{
-    qtest_writew(p->d->qts, ecam(CHPP_TEST_DEVFN + fn, off), v);
-}
-
-static Pf *pf_start(const char *props)
-{
-    Pf *p = g_new0(Pf, 1);
-    QPCIDevice *host;
-
-    p->d = chpp_start(props, NULL);
-    host = qpci_device_find(p->d->qs->pcibus, 0);
-    qpci_config_writel(host, MCH_PCIEXBAR + 4, 0);
-    qpci_config_writel(host, MCH_PCIEXBAR, ECAM_BASE | 1);
-    g_free(host);
-    /* VF BARs, placed below the area libqos hands out. */
-    qtest_writel(p->d->qts, ecam(CHPP_TEST_DEVFN, SRIOV + PCI_SRIOV_BAR),
-                 VF_BAR0 | PCI_BASE_ADDRESS_MEM_TYPE_64);
-    qtest_writel(p->d->qts, ecam(CHPP_TEST_DEVFN, SRIOV + PCI_SRIOV_BAR + 8),
-                 VF_BAR2 | PCI_BASE_ADDRESS_MEM_TYPE_64 |
-                 PCI_BASE_ADDRESS_MEM_PREFETCH);
-    return p;
-}
-
-static void vf_free(ChppDev *vf)
-{
-    if (vf) {
-        g_free(vf->pdev);
-        g_free(vf);
-    }
-}
-
-/* A test handle for VF @fn (its config reads 0xffff: built by hand). */
-static ChppDev *vf_handle(Pf *p, int fn)
-{
-    ChppDev *vf = g_new0(ChppDev, 1);
-    uint16_t ctrl;
-
-    vf->qs = p->d->qs;
-    vf->qts = p->d->qts;
-    vf->pdev = g_new0(QPCIDevice, 1);
-    vf->pdev->bus = p->d->pdev->bus;
-    vf->pdev->devfn = CHPP_TEST_DEVFN + fn;
-    vf->bar0.addr = VF_BAR0 + (fn - 1) * CHPP_BAR0_SIZE;
-    vf->bar2.addr = VF_BAR2 + (fn - 1) * CHPP_VF_UAR_PAGES *
-                    CHPP_UAR_PAGE_SIZE;
-    /* QEMU 7.2 maps VF BARs by the VF's own Memory Space bit. */
-    qpci_config_writew(vf->pdev, PCI_COMMAND,
-                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
-    ctrl = qpci_config_readw(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS);
-    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_MSIX + PCI_MSIX_FLAGS,
-                       ctrl | PCI_MSIX_FLAGS_ENABLE);
-    vf->pdev->msix_enabled = true;
-    vf->pdev->msix_table_bar = vf->bar0;
-    vf->pdev->msix_table_off = CHPP_MSIX_TABLE_OFFSET;
-    vf->pdev->msix_pba_bar = vf->bar0;
-    vf->pdev->msix_pba_off = CHPP_MSIX_PBA_OFFSET;
-    vf->mbox_in = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
-    vf->mbox_out = guest_alloc(&vf->qs->alloc, CHPP_MAILBOX_SIZE);
-    vf->msi_page = guest_alloc(&vf->qs->alloc, 4096);
-    vf->toggle = true;
-    return vf;
-}
-
-static void vfs_set(Pf *p, int n)
-{
-    int i;
-
-    for (i = 1; i <= CHPP_MAX_VFS; i++) {
-        vf_free(p->vf[i]);
-        p->vf[i] = NULL;
-    }
-    cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL, 0);
-    if (n) {
-        cfg_wr16(p, 0, SRIOV + PCI_SRIOV_NUM_VF, n);
-        cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL,
-                 PCI_SRIOV_CTRL_VFE | PCI_SRIOV_CTRL_MSE);
-    }
-    for (i = 1; i <= n; i++) {
-        p->vf[i] = vf_handle(p, i);
-    }
-}
-
-static void pf_stop(Pf *p)
-{
-    int i;
-
-    for (i = 1; i <= CHPP_MAX_VFS; i++) {
-        vf_free(p->vf[i]);
-    }
-    chpp_stop(p->d);
-    g_free(p);
+    return chpp_pf_cfg_rd(p, fn, off);
 }
 
 /* ---- tests -------------------------------------------------------------- */
 
 static void test_capability(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
 
     g_assert_cmphex(cfg_rd(p, 0, CHPP_PCI_EXT_CAP_ARI) & 0xffff, ==,
                     PCI_EXT_CAP_ID_ARI);
@@ -146,23 +38,23 @@ static void test_capability(void)
     g_assert_cmphex(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_DID) & 0xffff, ==,
                     CHPP_PCI_DEVICE_ID_VF);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_NUM_VF) & 0xffff, ==, 0);
-    pf_stop(p);
+    chpp_pf_stop(p);
 
     /* sriov-max-vfs=0: no capability at all. */
-    p = pf_start("sriov-max-vfs=0");
+    p = chpp_pf_start("sriov-max-vfs=0", NULL);
     g_assert_cmphex(cfg_rd(p, 0, SRIOV), ==, 0);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 static void test_enable_disable(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
     int round, i;
 
     for (round = 0; round < 3; round++) {
         int n = round == 1 ? CHPP_MAX_VFS : 2;
 
-        vfs_set(p, n);
+        chpp_pf_vfs_set(p, n);
         for (i = 1; i <= n; i++) {
             /* IDs read as all-ones; the rest of the function is there. */
             g_assert_cmphex(cfg_rd(p, i, PCI_VENDOR_ID), ==, 0xffffffff);
@@ -175,17 +67,18 @@ static void test_enable_disable(void)
             g_assert_cmpuint(chpp_rd(p->vf[i], CHPP_REG_MSIX_INFO), ==,
                              CHPP_VF_DEFAULT_MSIX);
         }
-        vfs_set(p, 0);
+        chpp_pf_vfs_set(p, 0);
         /* The VFs are gone: no config space, no registers. */
         g_assert_cmphex(cfg_rd(p, 1, CHPP_PCI_CAP_EXP), ==, 0xffffffff);
-        g_assert_cmphex(qtest_readl(p->d->qts, VF_BAR0 + CHPP_REG_MAGIC), !=,
+        g_assert_cmphex(qtest_readl(p->d->qts,
+                                    CHPP_TEST_VF_BAR0 + CHPP_REG_MAGIC), !=,
                         CHPP_MAGIC);
         g_assert_cmpuint(chpp_rd(p->d, CHPP_REG_FUNC), ==, 0);
     }
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
-static void set_vf_res(Pf *p, int fn, uint32_t qps, uint8_t weight,
+static void set_vf_res(ChppPf *p, int fn, uint32_t qps, uint8_t weight,
                        uint8_t prio, uint8_t status)
 {
     struct chpp_vf_res r = {
@@ -202,7 +95,7 @@ static void set_vf_res(Pf *p, int fn, uint32_t qps, uint8_t weight,
 
 static void test_vf_commands_and_quotas(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
     struct chpp_dev_cap cap;
     struct chpp_vf_res r;
 
@@ -210,7 +103,7 @@ static void test_vf_commands_and_quotas(void)
     set_vf_res(p, 2, 10, 1, 0, CHPP_STAT_OK);
     chpp_assert_cmd_fails(p->d, CHPP_STAT_BAD_INDEX, CHPP_CMD_SET_VF_RES,
                           p->d->mbox_in, 8, 0);
-    vfs_set(p, 2);
+    chpp_pf_vfs_set(p, 2);
     /* Quotas change only while the VFs are disabled. */
     set_vf_res(p, 2, 12, 1, 0, CHPP_STAT_RESOURCE_BUSY);
     g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_QUERY_VF_RES, 0, 2,
@@ -232,13 +125,26 @@ static void test_vf_commands_and_quotas(void)
 
     /* PF-only commands are refused to a VF; a VF QP beyond its quota. */
     chpp_init_hca(p->vf[1]);
+    /* Each function has its own LID and port GUID: node and function. */
+    {
+        struct chpp_port_info pi;
+
+        g_assert_cmphex(chpp_cmd(p->vf[1], CHPP_CMD_QUERY_PORT, 0, 1,
+                                 p->vf[1]->mbox_out), ==, CHPP_STAT_OK);
+        qtest_memread(p->d->qts, p->vf[1]->mbox_out, &pi, sizeof(pi));
+        g_assert_cmpuint(le16_to_cpu(pi.lid), ==,
+                         CHPP_LID(le16_to_cpu(cap.node_id), 1));
+        g_assert_cmpuint(CHPP_LID_FN(le16_to_cpu(pi.lid)), ==, 1);
+        g_assert_cmphex(le64_to_cpu(pi.port_guid), ==,
+                        CHPP_PORT_GUID(le16_to_cpu(cap.node_id), 1));
+    }
     chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY, CHPP_CMD_SET_VF_RES,
                           p->vf[1]->mbox_in, 1, 0);
     chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_PF_ONLY,
                           CHPP_CMD_QUERY_VF_RES, 0, 0, p->vf[1]->mbox_out);
     chpp_assert_cmd_fails(p->vf[1], CHPP_STAT_BAD_INDEX, CHPP_CMD_QUERY_QP,
                           0, CHPP_VF_DEFAULT_QPS, p->vf[1]->mbox_out);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 /* PUT from @a's QP to @b's buffer, and GET it back; bytes verified. */
@@ -278,10 +184,10 @@ static void put_get(ChppNode *a, ChppNode *b, uint8_t seed)
 
 static void test_traffic_between_functions(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
     ChppNode pf, v1, v2;
 
-    vfs_set(p, 2);
+    chpp_pf_vfs_set(p, 2);
     chpp_node_setup(&pf, p->d, 0, 0);
     chpp_node_setup(&v1, p->vf[1], 0, 1);
     chpp_node_setup(&v2, p->vf[2], 0, 2);
@@ -300,19 +206,19 @@ static void test_traffic_between_functions(void)
     put_get(&v1, &pf, 3);
     put_get(&pf, &v1, 4);
     g_assert_cmpuint(chpp_counter(p->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 static void test_isolation(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
     ChppNode pf, v1, v2;
     uint64_t buf = guest_alloc(&p->d->qs->alloc, 4096);
     uint32_t pf_key;
     struct chpp_cqe cqe;
     ChppWqeBuf *w;
 
-    vfs_set(p, 2);
+    chpp_pf_vfs_set(p, 2);
     chpp_node_setup(&pf, p->d, 0, 0);
     chpp_node_setup(&v1, p->vf[1], 0, 1);
     chpp_node_setup(&v2, p->vf[2], 0, 2);
@@ -336,11 +242,11 @@ static void test_isolation(void)
     chpp_poll_cq(v1.d, &v1.cq[0], &cqe);
     g_assert_cmpuint(cqe.status, ==, CHPP_WC_LOC_PROT_ERR);
     g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_BAD_LKEY);
-    pf_stop(p);
+    chpp_pf_stop(p);
 
     /* Packets into another connection are dropped: the sender times out. */
-    p = pf_start(NULL);
-    vfs_set(p, 2);
+    p = chpp_pf_start(NULL, NULL);
+    chpp_pf_vfs_set(p, 2);
     chpp_node_setup(&pf, p->d, 0, 0);
     chpp_node_setup(&v1, p->vf[1], 0, 1);
     chpp_node_setup(&v2, p->vf[2], 0, 2);
@@ -382,17 +288,17 @@ static void test_isolation(void)
     chpp_poll_cq(v1.d, &v1.cq[0], &cqe);
     g_assert_cmpuint(cqe.status, ==, CHPP_WC_RETRY_EXC_ERR);
     g_assert_cmpuint(chpp_counter(p->vf[1], CHPP_CNT_PKTS_DROPPED), >=, 1);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 static void test_vf_flr(void)
 {
-    Pf *p = pf_start(NULL);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
     ChppNode pf, v1;
     uint16_t devctl;
     int i;
 
-    vfs_set(p, 1);
+    chpp_pf_vfs_set(p, 1);
     chpp_node_setup(&pf, p->d, 0, 0);
     chpp_node_setup(&v1, p->vf[1], 0, 1);
     chpp_node_qp(&v1, 0, 0x10, 4, 8);
@@ -427,11 +333,11 @@ static void test_vf_flr(void)
     }
     /* The VF works again after a new set-up. */
     p->vf[1]->toggle = true;
-    vf_free(p->vf[1]);
-    p->vf[1] = vf_handle(p, 1);
+    chpp_vf_free(p->vf[1]);
+    p->vf[1] = chpp_vf_handle(p, 1);
     chpp_node_setup(&v1, p->vf[1], 0, 1);
     g_assert(chpp_rd(p->vf[1], CHPP_REG_STATUS) & CHPP_STATUS_HCA_INIT);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 /*
@@ -446,12 +352,12 @@ typedef struct ArbVf {
     uint32_t posted;
 } ArbVf;
 
-static uint32_t started(Pf *p, int fn)
+static uint32_t started(ChppPf *p, int fn)
 {
     return chpp_counter(p->vf[fn], CHPP_CNT_WQES);
 }
 
-static void arb_run(Pf *p, ArbVf *v, uint32_t ticks, uint32_t served[3])
+static void arb_run(ChppPf *p, ArbVf *v, uint32_t ticks, uint32_t served[3])
 {
     uint32_t base[3], t;
     int fn;
@@ -480,14 +386,14 @@ static void arb_run(Pf *p, ArbVf *v, uint32_t ticks, uint32_t served[3])
 
 static void test_arbitration(void)
 {
-    Pf *p = pf_start("engine-delay-ns=100000");
+    ChppPf *p = chpp_pf_start("engine-delay-ns=100000", NULL);
     ArbVf v[3] = {};
     uint32_t served[3];
     int fn;
 
     set_vf_res(p, 1, 4, 3, 0, CHPP_STAT_OK);
     set_vf_res(p, 2, 4, 1, 0, CHPP_STAT_OK);
-    vfs_set(p, 2);
+    chpp_pf_vfs_set(p, 2);
     for (fn = 1; fn <= 2; fn++) {
         chpp_node_setup(&v[fn].n, p->vf[fn], 0, fn);
         chpp_node_qp(&v[fn].n, 0, 0x40 + fn, 10, 6);
@@ -513,7 +419,7 @@ static void test_arbitration(void)
     arb_run(p, v, 100, served);
     g_assert_cmpuint(served[1], ==, 0);
     g_assert_cmpuint(served[2], >=, 95);
-    pf_stop(p);
+    chpp_pf_stop(p);
 }
 
 int main(int argc, char **argv)

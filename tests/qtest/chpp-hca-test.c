@@ -192,7 +192,7 @@ static void test_properties_invalid(void)
         "num-eqs=0", "num-eqs=65", "msix-vectors=0", "msix-vectors=65",
         "uar-pages=0", "uar-pages=1025", "num-qps=0", "num-qps=4097",
         "cmd-latency-ns=20000000000", "num-mtts=0", "num-mtts=1048577",
-        "engine-delay-ns=20000000000",
+        "engine-delay-ns=20000000000", "node-id=4096",
     };
     unsigned i;
 
@@ -459,6 +459,8 @@ static void test_ports(void)
     g_assert_cmpuint(pi.state, ==, CHPP_PORT_DOWN);
     g_assert_cmpuint(le16_to_cpu(pi.lid), ==, 10);
     g_assert_cmphex(le64_to_cpu(pi.port_guid), ==, CHPP_PORT_GUID_BASE | 9);
+    g_assert_cmpuint(CHPP_LID_NODE(le16_to_cpu(pi.lid)), ==, 9);
+    g_assert_cmpuint(CHPP_LID_FN(le16_to_cpu(pi.lid)), ==, 0);
     g_assert_cmpuint(pi.max_mtu, ==, CHPP_MTU_4096);
 
     g_assert_cmphex(chpp_cmd(d, CHPP_CMD_INIT_PORT, 0, 1, 0), ==,

@@ -354,6 +354,20 @@ enum chpp_port_phys_state {     /* InfiniBand PortPhysicalState values */
 #define CHPP_MTU_4096               5   /* InfiniBand MTU enum */
 #define CHPP_PORT_GUID_BASE         0x4348505000000000ull
 
+/*
+ * Addressing: every function has its own LID, (function << CHPP_LID_FN_SHIFT
+ * | node id) + 1, so verbs address handles name a node and a function (the
+ * packet's DST-VF). Node ids are therefore limited to CHPP_MAX_NODE_ID.
+ * The port GUID is CHPP_PORT_GUID_BASE | function << 16 | node id.
+ */
+#define CHPP_LID_FN_SHIFT           12
+#define CHPP_MAX_NODE_ID            ((1u << CHPP_LID_FN_SHIFT) - 1)
+#define CHPP_LID(node, fn)          ((((fn) << CHPP_LID_FN_SHIFT) | (node)) + 1)
+#define CHPP_LID_NODE(lid)          (((lid) - 1) & CHPP_MAX_NODE_ID)
+#define CHPP_LID_FN(lid)            (((lid) - 1) >> CHPP_LID_FN_SHIFT)
+#define CHPP_PORT_GUID(node, fn)    \
+    (CHPP_PORT_GUID_BASE | (uint64_t)(fn) << 16 | (node))
+
 /* QUERY_PORT: in_modifier = port (1), out_param = output mailbox. */
 struct chpp_port_info {
     uint8_t  state;             /* enum chpp_port_state */
@@ -362,12 +376,12 @@ struct chpp_port_info {
     uint8_t  active_mtu;
     uint8_t  link_width;        /* InfiniBand width enum: 1 = 1x */
     uint8_t  link_speed;        /* InfiniBand speed enum: 1 = SDR */
-    uint16_t lid;               /* node-id + 1 */
+    uint16_t lid;               /* CHPP_LID(node-id, function) */
     uint32_t gid_tbl_len;
     uint32_t pkey_tbl_len;
     uint32_t max_msg_size;
     uint32_t reserved0;
-    uint64_t port_guid;         /* CHPP_PORT_GUID_BASE | node-id */
+    uint64_t port_guid;         /* CHPP_PORT_GUID(node-id, function) */
     uint64_t gid_prefix;
     uint32_t reserved1[6];
 };
