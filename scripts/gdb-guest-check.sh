@@ -139,11 +139,11 @@ func_at() {
 # "Breakpoint N, FUNC (args) at FILE:LINE", with LINE inside FUNC in FILE.
 check_stop() {
     local fn=$1 file=$2 loc line first last
-    loc=$(grep -E "^Breakpoint [0-9]+, $fn \(.*\) at .*:[0-9]+$" "$OUT" | head -n 1 | sed 's/.* at //')
+    loc=$(grep -m1 -E "^Breakpoint [0-9]+, $fn \(.*\) at .*:[0-9]+$" "$OUT" | sed 's/.* at //')
     [ -n "$loc" ] || fail "no stop in $fn"
     [ "${loc%:*}" = "$DRV/$file" ] || fail "$fn stopped in ${loc%:*}, not $DRV/$file"
     line=${loc##*:}
-    first=$(grep -nE "^[a-z].*[ *]$fn\(" "$DRV/$file" | head -n 1 | cut -d: -f1)
+    first=$(grep -m1 -nE "^[a-z].*[ *]$fn\(" "$DRV/$file" | cut -d: -f1)
     last=$(awk -v f="$first" 'NR > f && /^}/ { print NR; exit }' "$DRV/$file")
     [ -n "$first" ] && [ "$line" -ge "$first" ] && [ "$line" -le "$last" ] ||
         fail "$fn stopped at line $line, outside $file:$first-$last"
@@ -164,7 +164,7 @@ want=$(printf '0x%x 0x%x 0x%x' "$(abi CHPP_PCI_VENDOR_ID)" "$(abi CHPP_PCI_DEVIC
 [ "$(val cmd-pdev-same)" = 1 ] || fail "chpp_cmd: dev->pdev is not probe's pdev"
 [ "$(val cmd-magic)" = "$(printf '0x%x' "$(abi CHPP_MAGIC)")" ] ||
     fail "chpp_cmd: BAR0 magic through dev->regs is '$(val cmd-magic)'"
-issue=$(grep -ao 'chpp_hca_cmd_issue .*' "$TRACE" | head -n 1)
+issue=$(grep -m1 -ao 'chpp_hca_cmd_issue .*' "$TRACE")
 t_op=$(echo "$issue" | sed -n 's/.*(0x\([0-9a-f]*\)) in_mod \(0x[0-9a-f]*\).*/\1/p')
 t_mod=$(echo "$issue" | sed -n 's/.*(0x\([0-9a-f]*\)) in_mod \(0x[0-9a-f]*\).*/\2/p')
 [ -n "$t_op" ] || fail "no chpp_hca_cmd_issue in $TRACE"
