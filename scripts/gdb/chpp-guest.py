@@ -126,9 +126,14 @@ def check_kernel():
     """The symbol table belongs to the running kernel (linux_banner is where
     it says).  Catches a guest booted without nokaslr."""
     try:
-        banner = read(ksym("linux_banner"), 13)
-    except (gdb.GdbError, gdb.MemoryError):
-        return
+        addr = ksym("linux_banner")
+    except gdb.GdbError:
+        return                  # nothing to check with
+    try:
+        banner = read(addr, 13)
+    except gdb.MemoryError:
+        raise gdb.GdbError("cannot read the kernel's linux_banner at 0x%x: is the "
+                           "kernel running yet, booted with nokaslr?" % addr)
     if banner != b"Linux version":
         raise gdb.GdbError("the kernel symbol addresses do not match the running "
                            "kernel (boot it with nokaslr; symbols of another "
