@@ -209,10 +209,16 @@ typedef struct ChppLink {
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
     uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
     GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
-    GByteArray *out;            /* records not yet taken by the chardev */
-    guint watch;
+    GByteArray *out;            /* records not yet written, from out_off */
+    uint32_t out_off;
+    guint watch;                /* chardev path: waiting to write */
+    bool fd_watch;              /* reader-thread path: waiting to write */
+    QEMUBH *tx_bh;              /* writes the records of a batch */
+    struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
+    QEMUBH *rx_bh;              /* parses what the reader thread read */
+    uint32_t gen;               /* bumped when the connection goes */
     uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
-    uint8_t *rx;                /* one record being reassembled */
+    uint8_t *rx;                /* one record being reassembled/bounced */
     uint32_t rx_len;
     /* Fault injection (QOM properties, settable at run time) */
     uint32_t drop_next;
