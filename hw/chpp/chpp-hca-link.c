@@ -125,6 +125,7 @@ static void chpp_link_tx_bh(void *opaque)
 {
     ChppHcaState *s = opaque;
 
+    s->link.tx_kicked = false;
     if (!s->link.fd_watch && !s->link.watch) {
         chpp_link_flush(s);
     }
@@ -137,7 +138,9 @@ static void chpp_link_flush_later(ChppHcaState *s)
 
     if (l->out->len - l->out_off >= CHPP_LINK_FLUSH_AT) {
         chpp_link_flush(s);
-    } else {
+    } else if (!l->tx_kicked) {
+        /* Scheduling wakes the main loop each time: once per batch. */
+        l->tx_kicked = true;
         qemu_bh_schedule(l->tx_bh);
     }
 }

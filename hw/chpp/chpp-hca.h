@@ -214,6 +214,7 @@ typedef struct ChppLink {
     guint watch;                /* chardev path: waiting to write */
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
+    bool tx_kicked;             /* tx_bh scheduled, not yet run */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
@@ -270,6 +271,7 @@ struct ChppHcaState {
     uint32_t db_head;
     uint32_t db_count;
     QEMUBH *engine_bh;
+    bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
