@@ -58,8 +58,8 @@ static void *chpp_link_io_thread(void *opaque)
         ssize_t n;
 
         if (!room) {
-            /* Pairs with the barrier in chpp_link_io_consume(). */
             qatomic_set(&io->wait_room, true);
+            /* Pairs with the barrier in chpp_link_io_consume(). */
             smp_mb();
             if (qatomic_read(&io->head) == head) {
                 g_poll(pfd, 1, -1);

@@ -638,8 +638,10 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
     case CHR_EVENT_OPENED:
         chpp_link_io_detach(s);
         chpp_link_drop_queues(s);
-        s->link.io = chpp_link_io_start(qemu_chr_fe_get_driver(&s->link.chr),
-                                        s->link.rx_bh);
+        if (s->link.use_thread) {
+            s->link.io = chpp_link_io_start(
+                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh);
+        }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
                                   "opened, chardev reads");
         chpp_link_send_hello(s);

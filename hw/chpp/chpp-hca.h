@@ -204,6 +204,7 @@ typedef struct ChppQp {
 /* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
 typedef struct ChppLink {
     CharBackend chr;
+    bool use_thread;            /* property link-thread */
     bool up;                    /* HELLO exchanged, peer accepted */
     uint16_t peer_node;
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */

@@ -29,9 +29,17 @@ static char *sock_path(const char *name)
     return g_strdup_printf("%s/%s", tmpdir, name);
 }
 
+/* Extra device properties of the nodes the running test starts. */
+static const char *node_props = "";
+
 static void node_start(Node *n, uint16_t id, const char *chardev)
 {
-    chpp_node_start(n, id, chardev);
+    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk%s", id,
+                                             node_props);
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             chardev);
+
+    chpp_node_setup(n, chpp_start(props, extra), id, 0);
 }
 
 /* Server first, then a client that keeps reconnecting. */
@@ -683,6 +691,24 @@ static void test_no_link(void)
     chpp_stop(d);
 }
 
+/*
+ * The same traffic and hostile frames through QEMU's chardev read path
+ * (link-thread=off) instead of the device's reader thread.
+ */
+static void test_chardev_ops(void)
+{
+    node_props = ",link-thread=off";
+    test_ops_both_directions();
+    node_props = "";
+}
+
+static void test_chardev_hostile(void)
+{
+    node_props = ",link-thread=off";
+    test_hostile_peer();
+    node_props = "";
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -705,6 +731,10 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/migrate-linked-node",
                    test_migrate_linked_node);
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
+    qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
+                   test_chardev_ops);
+    qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",
+                   test_chardev_hostile);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);
