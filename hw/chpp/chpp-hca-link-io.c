@@ -177,12 +177,17 @@ void chpp_link_io_consume(ChppLinkIo *io, uint32_t n)
     }
 }
 
-ssize_t chpp_link_io_write(ChppLinkIo *io, const void *buf, size_t len)
+ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
+                            int iovcnt)
 {
+    struct msghdr msg = {
+        .msg_iov = (struct iovec *)iov,
+        .msg_iovlen = iovcnt,
+    };
     ssize_t n;
 
     do {
-        n = send(io->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         return 0;

@@ -36,7 +36,8 @@ const uint8_t *chpp_link_io_peek(ChppLinkIo *io, uint32_t off, uint32_t len,
 void chpp_link_io_consume(ChppLinkIo *io, uint32_t n);
 
 /* Non-blocking write: bytes written, 0 if the socket is full, -1 on error. */
-ssize_t chpp_link_io_write(ChppLinkIo *io, const void *buf, size_t len);
+ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
+                            int iovcnt);
 /* Call @cb once the socket is writable (NULL: no longer). */
 void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque);
 

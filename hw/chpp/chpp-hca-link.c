@@ -58,40 +58,78 @@ static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
                                    void *opaque);
 static void chpp_link_fd_writable(void *opaque);
 
+/* Records written per system call at most. */
+#define CHPP_LINK_IOV 64
+
 /* Bytes taken, 0 if the transport is full, -1 if it failed. */
-static ssize_t chpp_link_write(ChppLink *l, const uint8_t *buf, size_t len)
+static ssize_t chpp_link_write(ChppLink *l)
 {
-    if (l->io) {
-        return chpp_link_io_write(l->io, buf, len);
+    struct iovec iov[CHPP_LINK_IOV];
+    GList *it = l->outq->head;
+    GByteArray *rec = it->data;
+    int n;
+
+    if (!l->io) {
+        return qemu_chr_fe_write(&l->chr, rec->data + l->out_off,
+                                 rec->len - l->out_off);
     }
-    return qemu_chr_fe_write(&l->chr, buf, len);
+    for (n = 0; it && n < CHPP_LINK_IOV; it = it->next, n++) {
+        rec = it->data;
+        iov[n].iov_base = rec->data + (n ? 0 : l->out_off);
+        iov[n].iov_len = rec->len - (n ? 0 : l->out_off);
+    }
+    return chpp_link_io_writev(l->io, iov, n);
+}
+
+/* Records left the device: forget them. */
+static void chpp_link_written(ChppLink *l, size_t n)
+{
+    while (n) {
+        GByteArray *rec = g_queue_peek_head(l->outq);
+        size_t left = rec->len - l->out_off;
+
+        if (n < left) {
+            l->out_off += n;
+            l->out_bytes -= n;
+            return;
+        }
+        g_queue_pop_head(l->outq);
+        g_byte_array_unref(rec);
+        l->out_off = 0;
+        l->out_bytes -= left;
+        n -= left;
+    }
+}
+
+static void chpp_link_out_drop(ChppLink *l)
+{
+    GByteArray *rec;
+
+    while ((rec = g_queue_pop_head(l->outq))) {
+        g_byte_array_unref(rec);
+    }
+    l->out_off = 0;
+    l->out_bytes = 0;
 }
 
 static void chpp_link_flush(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
-    while (l->out_off < l->out->len) {
-        ssize_t n = chpp_link_write(l, l->out->data + l->out_off,
-                                    l->out->len - l->out_off);
+    while (!g_queue_is_empty(l->outq)) {
+        ssize_t n = chpp_link_write(l);
 
         if (n < 0 && l->io) {
             /* The reader thread sees the socket fail and cuts the link. */
-            l->out_off = l->out->len;
+            chpp_link_out_drop(l);
         }
         if (n <= 0) {
             break;
         }
-        l->out_off += n;
+        chpp_link_written(l, n);
     }
-    if (l->out_off >= l->out->len) {
-        g_byte_array_set_size(l->out, 0);
-        l->out_off = 0;
+    if (g_queue_is_empty(l->outq)) {
         return;
-    }
-    if (l->out_off >= CHPP_LINK_FLUSH_AT) {
-        g_byte_array_remove_range(l->out, 0, l->out_off);
-        l->out_off = 0;
     }
     if (l->io && !l->fd_watch) {
         l->fd_watch = true;
@@ -136,7 +174,7 @@ static void chpp_link_flush_later(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
-    if (l->out->len - l->out_off >= CHPP_LINK_FLUSH_AT) {
+    if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
         chpp_link_flush(s);
     } else if (!l->tx_kicked) {
         /* Scheduling wakes the main loop each time: once per batch. */
@@ -145,21 +183,37 @@ static void chpp_link_flush_later(ChppHcaState *s)
     }
 }
 
-static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
-                          const void *data, uint32_t len)
+/* Queue a record: @buf holds its header's room, then @len bytes of body. */
+static void chpp_link_out(ChppHcaState *s, uint8_t type, uint8_t vc,
+                          GByteArray *buf)
 {
+    ChppLink *l = &s->link;
     struct chpp_link_rec rec = {
         .magic = cpu_to_le32(CHPP_LINK_MAGIC),
         .type = type,
         .vc = vc,
-        .len = cpu_to_le32(len),
+        .len = cpu_to_le32(buf->len - sizeof(rec)),
     };
 
-    g_byte_array_append(s->link.out, (const guint8 *)&rec, sizeof(rec));
-    g_byte_array_append(s->link.out, data, len);
+    memcpy(buf->data, &rec, sizeof(rec));
+    g_queue_push_tail(l->outq, buf);
+    l->out_bytes += buf->len;
 }
 
-/* Move frames whose channel has credits from the backlog to the stream. */
+static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
+                          const void *data, uint32_t len)
+{
+    GByteArray *buf = g_byte_array_sized_new(CHPP_LINK_HEADROOM + len);
+
+    g_byte_array_set_size(buf, CHPP_LINK_HEADROOM);
+    g_byte_array_append(buf, data, len);
+    chpp_link_out(s, type, vc, buf);
+}
+
+/*
+ * Move frames whose channel has credits from the backlog to the stream.
+ * Frames carry room for their record header: they are written as they are.
+ */
 static void chpp_link_pump(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
@@ -171,9 +225,8 @@ static void chpp_link_pump(ChppHcaState *s)
         while (l->credits[vc] && (frame = g_queue_pop_head(l->backlog[vc]))) {
             chpp_wire_dequeued(s);
             l->credits[vc]--;
-            chpp_link_put(s, CHPP_LINK_FRAME, vc, frame->data, frame->len);
+            chpp_link_out(s, CHPP_LINK_FRAME, vc, frame);
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
-            g_byte_array_unref(frame);
         }
     }
     chpp_link_flush_later(s);
@@ -200,7 +253,8 @@ static uint32_t chpp_link_rand(ChppLink *l)
 /* Flip a bit of the PSN: the receiver sees a sequence gap. */
 static void chpp_link_corrupt(GByteArray *frame)
 {
-    struct chpp_wire_ext *e = (void *)(frame->data + CHPP_WIRE_HDR_SIZE);
+    struct chpp_wire_ext *e = (void *)(frame->data + CHPP_LINK_HEADROOM +
+                                       CHPP_WIRE_HDR_SIZE);
 
     e->psn ^= cpu_to_le32(0x400000);
 }
@@ -397,6 +451,7 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
 {
     ChppLink *l = &s->link;
     ChppHcaState *to = s;
+    ChppPkt *pkt;
 
     /* Frames beyond the credits we granted: a misbehaving peer. */
     if (l->queued[vc] + l->owed[vc] >= CHPP_LINK_CREDITS) {
@@ -416,9 +471,15 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
             return;
         }
     }
+    /* Decoded now, from the reader's ring: one copy of the payload. */
     l->queued[vc]++;
-    g_queue_push_tail(to->link_rx[vc], g_byte_array_append(
-                      g_byte_array_sized_new(len), p, len));
+    chpp_count(to, CHPP_CNT_PKTS_RX);
+    pkt = chpp_wire_decode(to, p, len);
+    if (!pkt) {
+        chpp_link_consumed(s, vc);      /* dropped and counted */
+        return;
+    }
+    g_queue_push_tail(to->link_rx[vc], pkt);
     chpp_engine_kick(to);
 }
 
@@ -592,14 +653,15 @@ static void chpp_link_drop_queues(ChppHcaState *s)
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
+        ChppPkt *pkt;
 
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
             g_byte_array_unref(ba);
             chpp_wire_dequeued(s);
         }
-        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
-            g_byte_array_unref(ba);
+        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
+            chpp_pkt_free(pkt);
         }
         l->credits[vc] = 0;
         l->owed[vc] = 0;
@@ -610,8 +672,7 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         g_free(d);
     }
     timer_del(l->delay_timer);
-    g_byte_array_set_size(l->out, 0);
-    l->out_off = 0;
+    chpp_link_out_drop(l);
     if (l->watch) {
         g_source_remove(l->watch);
         l->watch = 0;
@@ -669,7 +730,7 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
         s->link_rx[vc] = g_queue_new();
     }
     l->delayed = g_queue_new();
-    l->out = g_byte_array_new();
+    l->outq = g_queue_new();
     l->rx = g_malloc(CHPP_LINK_REC_MAX);
     l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
     l->rx_bh = qemu_bh_new_guarded(chpp_link_rx_bh, s,
@@ -699,7 +760,7 @@ void chpp_link_unrealize(ChppHcaState *s)
         g_queue_free(s->link_rx[vc]);
     }
     g_queue_free(l->delayed);
-    g_byte_array_unref(l->out);
+    g_queue_free(l->outq);
     g_free(l->rx);
     timer_free(l->delay_timer);
     qemu_bh_delete(l->rx_bh);
@@ -715,10 +776,10 @@ void chpp_link_reset(ChppHcaState *s)
     unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *ba;
+        ChppPkt *pkt;
 
-        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
-            g_byte_array_unref(ba);
+        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
+            chpp_pkt_free(pkt);
             chpp_link_consumed(chpp_pf(s), vc);
         }
     }

@@ -17,7 +17,10 @@
 void chpp_pkt_free(ChppPkt *pkt)
 {
     if (pkt) {
-        g_free(pkt->payload);
+        /* A decoded packet carries its payload in the same allocation. */
+        if (pkt->payload != (uint8_t *)(pkt + 1)) {
+            g_free(pkt->payload);
+        }
         g_free(pkt);
     }
 }
@@ -58,10 +61,14 @@ static void chpp_hdr_encode(const ChppPkt *pkt, uint8_t *h)
     stl_be_p(h + 12, (uint32_t)pkt->va & ~3u);
 }
 
-uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
+static size_t chpp_wire_len(const ChppPkt *pkt)
 {
-    size_t total = CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + pkt->len;
-    uint8_t *buf = g_malloc(total);
+    return CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + pkt->len;
+}
+
+/* Encode into @buf, chpp_wire_len() bytes. */
+static void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
+{
     struct chpp_wire_ext *e = (void *)(buf + CHPP_WIRE_HDR_SIZE);
 
     chpp_hdr_encode(pkt, buf);
@@ -93,7 +100,14 @@ uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
         memcpy(buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, pkt->payload,
                pkt->len);
     }
-    *len = total;
+}
+
+uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
+{
+    uint8_t *buf = g_malloc(chpp_wire_len(pkt));
+
+    chpp_wire_encode_to(pkt, buf);
+    *len = chpp_wire_len(pkt);
     return buf;
 }
 
@@ -129,7 +143,8 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         return chpp_wire_bad(s, "unknown opcode or flags");
     }
 
-    pkt = g_new0(ChppPkt, 1);
+    pkt = g_malloc(sizeof(*pkt) + plen);
+    memset(pkt, 0, sizeof(*pkt));
     pkt->vc = (buf[1] >> 4) & 0x7;
     pkt->pkt_type = buf[2] >> 2;
     pkt->op = e->op;
@@ -162,8 +177,8 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         return chpp_wire_bad(s, "header disagrees with the extension");
     }
     if (plen) {
-        pkt->payload = g_memdup2(buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE,
-                                 plen);
+        pkt->payload = (uint8_t *)(pkt + 1);
+        memcpy(pkt->payload, buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, plen);
     }
     return pkt;
 }
@@ -173,12 +188,9 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
 {
     size_t len;
     uint8_t *frame;
-    GByteArray *ba;
 
     pkt->src_node = s->params.node_id;
     pkt->src_vf = s->func;
-    frame = chpp_wire_encode(pkt, &len);
-    ba = g_byte_array_new_take(frame, len);
     if (pkt->dst_node == s->params.node_id) {
         /* Loopback, to any function of this adapter (DST-VF). */
         ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
@@ -186,16 +198,24 @@ bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
         if (!to) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
             trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
-            g_byte_array_unref(ba);
             return true;
         }
-        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
+        frame = chpp_wire_encode(pkt, &len);
+        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
+                          g_byte_array_new_take(frame, len));
         chpp_pf(s)->tx_queued++;
         chpp_engine_kick(to);
-    } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
-                               pkt->vc % CHPP_NUM_VCS, ba)) {
-        trace_chpp_hca_pkt_no_route(pkt->dst_node);
-        return false;
+    } else {
+        /* Room for the link's record header: written without a copy. */
+        len = CHPP_LINK_HEADROOM + chpp_wire_len(pkt);
+        frame = g_malloc(len);
+        chpp_wire_encode_to(pkt, frame + CHPP_LINK_HEADROOM);
+        if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
+                            pkt->vc % CHPP_NUM_VCS,
+                            g_byte_array_new_take(frame, len))) {
+            trace_chpp_hca_pkt_no_route(pkt->dst_node);
+            return false;
+        }
     }
     chpp_count(s, CHPP_CNT_PKTS_TX);
     trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
@@ -228,40 +248,34 @@ void chpp_wire_dequeued(ChppHcaState *s)
     }
 }
 
-static GByteArray *chpp_wire_pop(ChppHcaState *s, unsigned vc)
-{
-    GByteArray *ba = g_queue_pop_head(s->wire_rx[vc]);
-
-    if (ba) {
-        chpp_wire_dequeued(s);
-    } else {
-        ba = g_queue_pop_head(s->link_rx[vc]);
-        if (ba) {
-            chpp_link_consumed(chpp_pf(s), vc);
-        }
-    }
-    return ba;
-}
-
-/* Responses and data (VC0) go first, so GETs never block their answers. */
+/*
+ * Responses and data (VC0) go first, so GETs never block their answers.
+ * Loopback frames are decoded here; link frames were decoded on arrival.
+ */
 ChppPkt *chpp_wire_next(ChppHcaState *s)
 {
     unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
+        ChppPkt *pkt = NULL;
 
-        while ((ba = chpp_wire_pop(s, vc))) {
-            ChppPkt *pkt;
-
+        while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
+            chpp_wire_dequeued(s);
             chpp_count(s, CHPP_CNT_PKTS_RX);
             pkt = chpp_wire_decode(s, ba->data, ba->len);
             g_byte_array_unref(ba);
+        }
+        if (!pkt) {
+            pkt = g_queue_pop_head(s->link_rx[vc]);
             if (pkt) {
-                trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
-                                      pkt->dst_qpn, pkt->psn, pkt->len);
-                return pkt;
+                chpp_link_consumed(chpp_pf(s), vc);
             }
+        }
+        if (pkt) {
+            trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
+                                  pkt->dst_qpn, pkt->psn, pkt->len);
+            return pkt;
         }
     }
     return NULL;

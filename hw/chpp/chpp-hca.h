@@ -210,8 +210,9 @@ typedef struct ChppLink {
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
     uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
     GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
-    GByteArray *out;            /* records not yet written, from out_off */
-    uint32_t out_off;
+    GQueue *outq;               /* records (GByteArray) not yet written */
+    uint32_t out_off;           /* bytes of the first already written */
+    size_t out_bytes;           /* bytes in outq not yet written */
     guint watch;                /* chardev path: waiting to write */
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
@@ -276,7 +277,7 @@ struct ChppHcaState {
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
-    GQueue *link_rx[2];         /* frames from the link per channel */
+    GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
     ChppLink link;
     bool engine_stopped;        /* VM stopped: do not touch guest memory */
     uint32_t tx_queued;         /* PF: frames queued, all functions */
@@ -416,7 +417,12 @@ void chpp_link_unrealize(ChppHcaState *s);
 void chpp_link_reset(ChppHcaState *s);
 void chpp_link_add_properties(Object *obj);
 bool chpp_link_attached(ChppHcaState *s);
-/* Send an encoded frame (takes ownership); false: no route to @node. */
+/*
+ * Send an encoded frame (takes ownership); false: no route to @node.  The
+ * frame starts CHPP_LINK_HEADROOM bytes into @frame, room for the link's
+ * record header, so that it is written without a copy.
+ */
+#define CHPP_LINK_HEADROOM sizeof(struct chpp_link_rec)
 bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame);
 /* The engine consumed a frame of @vc that came from the link. */
