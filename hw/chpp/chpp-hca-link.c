@@ -253,10 +253,10 @@ static uint32_t chpp_link_rand(ChppLink *l)
 /* Flip a bit of the PSN: the receiver sees a sequence gap. */
 static void chpp_link_corrupt(GByteArray *frame)
 {
-    struct chpp_wire_ext *e = (void *)(frame->data + CHPP_LINK_HEADROOM +
-                                       CHPP_WIRE_HDR_SIZE);
+    uint8_t *psn = frame->data + CHPP_LINK_HEADROOM + CHPP_WIRE_HDR_SIZE +
+                   offsetof(struct chpp_wire_ext, psn);
 
-    e->psn ^= cpu_to_le32(0x400000);
+    stl_le_p(psn, ldl_le_p(psn) ^ 0x400000);
 }
 
 static void chpp_link_delay_cb(void *opaque)
@@ -580,17 +580,19 @@ static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
     l->rx_len += size;
 
     while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
-        const struct chpp_link_rec *rec = (void *)(l->rx + off);
-        uint32_t len = le32_to_cpu(rec->len);
+        struct chpp_link_rec rec;
+        uint32_t len;
 
-        if (!chpp_link_rec_ok(s, rec)) {
+        memcpy(&rec, l->rx + off, sizeof(rec));     /* may be unaligned */
+        len = le32_to_cpu(rec.len);
+        if (!chpp_link_rec_ok(s, &rec)) {
             return;
         }
-        if (l->rx_len - off - sizeof(*rec) < len) {
+        if (l->rx_len - off - sizeof(rec) < len) {
             break;              /* the rest arrives later */
         }
-        off += sizeof(*rec) + len;
-        chpp_link_record(s, rec, (const uint8_t *)(rec + 1), len);
+        off += sizeof(rec) + len;
+        chpp_link_record(s, &rec, l->rx + off - len, len);
         if (l->gen != gen) {
             return;             /* the connection was cut meanwhile */
         }

@@ -69,10 +69,11 @@ static size_t chpp_wire_len(const ChppPkt *pkt)
 /* Encode into @buf, chpp_wire_len() bytes. */
 static void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
 {
-    struct chpp_wire_ext *e = (void *)(buf + CHPP_WIRE_HDR_SIZE);
+    struct chpp_wire_ext e;
 
     chpp_hdr_encode(pkt, buf);
-    *e = (struct chpp_wire_ext) {
+    /* Built aside: behind a link record header @buf is not 8-aligned. */
+    e = (struct chpp_wire_ext) {
         .version = CHPP_WIRE_EXT_VERSION,
         .op = pkt->op,
         .flags = pkt->flags,
@@ -96,7 +97,9 @@ static void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
         .atomic0 = cpu_to_le64(pkt->atomic0),
         .atomic1 = cpu_to_le64(pkt->atomic1),
     };
-    if (pkt->len) {
+    memcpy(buf + CHPP_WIRE_HDR_SIZE, &e, sizeof(e));
+    /* A payload built in place by chpp_wire_payload() is there already. */
+    if (pkt->len && pkt->payload != buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE) {
         memcpy(buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, pkt->payload,
                pkt->len);
     }
@@ -122,7 +125,8 @@ static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
 /* Peers are untrusted: every field is checked before anything uses it. */
 ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
 {
-    const struct chpp_wire_ext *e;
+    struct chpp_wire_ext ext;
+    const struct chpp_wire_ext *e = &ext;
     ChppPkt *pkt;
     uint8_t hdr[CHPP_WIRE_HDR_SIZE];
     uint32_t plen;
@@ -130,7 +134,8 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
     if (len < CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE) {
         return chpp_wire_bad(s, "frame shorter than its headers");
     }
-    e = (const void *)(buf + CHPP_WIRE_HDR_SIZE);
+    /* Copied out: frames parsed in place need not be aligned. */
+    memcpy(&ext, buf + CHPP_WIRE_HDR_SIZE, sizeof(ext));
     plen = le32_to_cpu(e->payload_len);
     if (e->version != CHPP_WIRE_EXT_VERSION) {
         return chpp_wire_bad(s, "unknown extension version");
@@ -183,39 +188,55 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
     return pkt;
 }
 
+/* Bytes before the frame: room for the link's record header. */
+static size_t chpp_wire_headroom(ChppHcaState *s, const ChppPkt *pkt)
+{
+    return pkt->dst_node == s->params.node_id ? 0 : CHPP_LINK_HEADROOM;
+}
+
+uint8_t *chpp_wire_payload(ChppHcaState *s, ChppPkt *pkt, uint32_t len)
+{
+    size_t room = chpp_wire_headroom(s, pkt);
+
+    g_free(pkt->frame);
+    pkt->len = len;
+    pkt->frame = g_malloc(room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + len);
+    pkt->payload = pkt->frame + room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE;
+    return pkt->payload;
+}
+
 /* A node reaches itself by loopback and its peer over the link. */
 bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
 {
-    size_t len;
-    uint8_t *frame;
+    size_t room = chpp_wire_headroom(s, pkt);
+    size_t len = room + chpp_wire_len(pkt);
+    uint8_t *frame = pkt->frame ? pkt->frame : g_malloc(len);
 
+    /* The frame belongs to the queues now. */
+    pkt->frame = NULL;
     pkt->src_node = s->params.node_id;
     pkt->src_vf = s->func;
-    if (pkt->dst_node == s->params.node_id) {
+    chpp_wire_encode_to(pkt, frame + room);
+    if (!room) {
         /* Loopback, to any function of this adapter (DST-VF). */
         ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
 
         if (!to) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
             trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
+            g_free(frame);
             return true;
         }
-        frame = chpp_wire_encode(pkt, &len);
         g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
                           g_byte_array_new_take(frame, len));
         chpp_pf(s)->tx_queued++;
         chpp_engine_kick(to);
-    } else {
-        /* Room for the link's record header: written without a copy. */
-        len = CHPP_LINK_HEADROOM + chpp_wire_len(pkt);
-        frame = g_malloc(len);
-        chpp_wire_encode_to(pkt, frame + CHPP_LINK_HEADROOM);
-        if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
-                            pkt->vc % CHPP_NUM_VCS,
-                            g_byte_array_new_take(frame, len))) {
-            trace_chpp_hca_pkt_no_route(pkt->dst_node);
-            return false;
-        }
+    } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
+                               pkt->vc % CHPP_NUM_VCS,
+                               g_byte_array_new_take(frame, len))) {
+        /* Frames for the link carry room for the record header. */
+        trace_chpp_hca_pkt_no_route(pkt->dst_node);
+        return false;
     }
     chpp_count(s, CHPP_CNT_PKTS_TX);
     trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
