@@ -13,6 +13,8 @@
 #include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
+#define DEV_PATH "/machine/peripheral-anon/device[0]"
+
 #define UAR     1
 #define PD      2
 #define SCQ     0
@@ -57,6 +59,18 @@ static void pair_start(Node *a, Node *b, const char *name)
 static void wait_link(Node *a, Node *b, bool up)
 {
     chpp_node_wait_link(a, b, up);
+}
+
+/* Is @n's connection read by the device's reader thread? */
+static bool reader_thread(Node *n)
+{
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
+    bool on = qdict_get_bool(link, "reader-thread");
+
+    qobject_unref(rsp);
+    return on;
 }
 
 static void node_qp(Node *n, uint32_t qpn, uint8_t magic)
@@ -177,6 +191,9 @@ static void test_ops_both_directions(void)
 
     pair_start(&a, &b, "ops");
     wait_link(&a, &b, true);
+    /* The path under test: the reader thread unless link-thread=off. */
+    g_assert_cmpint(reader_thread(&a), ==, !*node_props);
+    g_assert_cmpint(reader_thread(&b), ==, !*node_props);
     pair_connect(&a, &b, 0, 14, 3);
     for (i = 0; i < 2; i++) {
         Node *x = n[i], *y = n[!i];
@@ -263,8 +280,6 @@ static void test_simultaneous_gets(void)
     chpp_check(b.d, bb + len, len, 1);
     pair_stop(&a, &b);
 }
-
-#define DEV_PATH "/machine/peripheral-anon/device[0]"
 
 /* Fault injection is driven from the monitor, as a user would. */
 static void set_fault(Node *n, const char *prop, uint64_t value)
@@ -586,6 +601,7 @@ static void test_hostile_peer(void)
                      CHPP_LINK_HELLO);
     peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 9);
     wait_link(&n, NULL, true);
+    g_assert_cmpint(reader_thread(&n), ==, !*node_props);
 
     /* Payload length that disagrees with the record. */
     f = good_frame(16);
