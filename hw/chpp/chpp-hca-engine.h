@@ -63,6 +63,7 @@ typedef struct ChppPkt {
     uint32_t len;               /* payload bytes */
     uint8_t *payload;           /* len bytes, owned by the packet */
     uint8_t *frame;             /* chpp_wire_payload(): frame being built */
+    GByteArray *keep;           /* received frame holding the payload */
 } ChppPkt;
 
 /* A parsed, validated send WQE. */

@@ -16,13 +16,16 @@
 
 void chpp_pkt_free(ChppPkt *pkt)
 {
-    if (pkt) {
-        /* A decoded packet carries its payload in the same allocation. */
-        if (pkt->payload != (uint8_t *)(pkt + 1)) {
-            g_free(pkt->payload);
-        }
-        g_free(pkt);
+    if (!pkt) {
+        return;
     }
+    /* A decoded packet's payload is in its frame or its own allocation. */
+    if (pkt->keep) {
+        g_byte_array_unref(pkt->keep);
+    } else if (pkt->payload != (uint8_t *)(pkt + 1)) {
+        g_free(pkt->payload);
+    }
+    g_free(pkt);
 }
 
 /* Figure 6, DW2: narrow copies of the routing fields. */
@@ -122,8 +125,13 @@ static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
     return NULL;
 }
 
-/* Peers are untrusted: every field is checked before anything uses it. */
-ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
+/*
+ * Peers are untrusted: every field is checked before anything uses it.
+ * With @keep (a frame buffer holding @buf) the packet reads its payload in
+ * the frame and keeps a reference, instead of copying it.
+ */
+static ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
+                                      size_t len, GByteArray *keep)
 {
     struct chpp_wire_ext ext;
     const struct chpp_wire_ext *e = &ext;
@@ -148,7 +156,7 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         return chpp_wire_bad(s, "unknown opcode or flags");
     }
 
-    pkt = g_malloc(sizeof(*pkt) + plen);
+    pkt = g_malloc(sizeof(*pkt) + (keep ? 0 : plen));
     memset(pkt, 0, sizeof(*pkt));
     pkt->vc = (buf[1] >> 4) & 0x7;
     pkt->pkt_type = buf[2] >> 2;
@@ -181,11 +189,20 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         g_free(pkt);
         return chpp_wire_bad(s, "header disagrees with the extension");
     }
-    if (plen) {
+    if (keep) {
+        pkt->keep = keep;
+        pkt->payload = plen ? keep->data + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE
+                            : NULL;
+    } else if (plen) {
         pkt->payload = (uint8_t *)(pkt + 1);
         memcpy(pkt->payload, buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, plen);
     }
     return pkt;
+}
+
+ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
+{
+    return chpp_wire_decode_keep(s, buf, len, NULL);
 }
 
 /* Bytes before the frame: room for the link's record header. */
@@ -284,8 +301,11 @@ ChppPkt *chpp_wire_next(ChppHcaState *s)
         while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
             chpp_wire_dequeued(s);
             chpp_count(s, CHPP_CNT_PKTS_RX);
-            pkt = chpp_wire_decode(s, ba->data, ba->len);
-            g_byte_array_unref(ba);
+            /* Loopback: the payload stays in the frame, no second copy. */
+            pkt = chpp_wire_decode_keep(s, ba->data, ba->len, ba);
+            if (!pkt) {
+                g_byte_array_unref(ba);
+            }
         }
         if (!pkt) {
             pkt = g_queue_pop_head(s->link_rx[vc]);
