@@ -292,6 +292,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_bool(&sv, "attached", link & CHPP_LINK_ATTACHED);
     sv_bool(&sv, "up", link & CHPP_LINK_UP);
     sv_u64(&sv, "peer-node", link >> CHPP_LINK_PEER_SHIFT);
+    sv_bool(&sv, "reader-thread", s->link.io);
     sv_u64(&sv, "credits-vc0", s->link.credits[0]);
     sv_u64(&sv, "credits-vc1", s->link.credits[1]);
     sv_u64(&sv, "backlog-vc0", s->link.backlog[0] ?

@@ -40,7 +40,9 @@ void chpp_engine_kick(ChppHcaState *s)
                       qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                       s->params.engine_delay_ns);
         }
-    } else {
+    } else if (!s->engine_kicked) {
+        /* Scheduling wakes the main loop each time: once per run does. */
+        s->engine_kicked = true;
         qemu_bh_schedule(s->engine_bh);
     }
 }
@@ -293,6 +295,7 @@ static void chpp_engine_run(void *opaque)
     int budget = CHPP_ENGINE_BUDGET;
     int fifo_budget = s->params.engine_delay_ns ? 1 : CHPP_ENGINE_BUDGET;
 
+    s->engine_kicked = false;
     if (s->engine_stopped) {
         return;
     }
@@ -544,6 +547,7 @@ void chpp_engine_reset(ChppHcaState *s)
     unsigned i;
 
     qemu_bh_cancel(s->engine_bh);
+    s->engine_kicked = false;
     timer_del(s->engine_timer);
     for (i = 0; i < s->params.num_qps; i++) {
         timer_del(s->qp_timers[i]);

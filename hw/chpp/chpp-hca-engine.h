@@ -62,6 +62,8 @@ typedef struct ChppPkt {
     uint64_t atomic1;
     uint32_t len;               /* payload bytes */
     uint8_t *payload;           /* len bytes, owned by the packet */
+    uint8_t *frame;             /* chpp_wire_payload(): frame being built */
+    GByteArray *keep;           /* received frame holding the payload */
 } ChppPkt;
 
 /* A parsed, validated send WQE. */
@@ -137,6 +139,13 @@ bool chpp_wire_room(ChppHcaState *s, ChppQp *qp);
 /* A queued frame left the queues. */
 void chpp_wire_dequeued(ChppHcaState *s);
 void chpp_pkt_free(ChppPkt *pkt);
+/*
+ * Room for @len payload bytes inside the frame chpp_wire_send() will send
+ * (pkt->frame): filling it, e.g. by DMA, saves a copy.  Set pkt's
+ * destination first.  chpp_wire_send() takes the frame; g_free() it if
+ * the packet is not sent.
+ */
+uint8_t *chpp_wire_payload(ChppHcaState *s, ChppPkt *pkt, uint32_t len);
 /* Encode and send; false if the destination is unreachable. */
 bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt);
 /* Take one received frame (VC0 first); NULL when idle. */

@@ -19,9 +19,15 @@
 #include "qom/object.h"
 #include "chardev/char-fe.h"
 #include "chpp-hca-engine.h"
+#include "chpp-hca-link-io.h"
 #include "trace.h"
 
 #define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
+/*
+ * Records are collected and written in one go by a bottom half, or at once
+ * when this many bytes wait: one write per batch, not per frame.
+ */
+#define CHPP_LINK_FLUSH_AT (256 * 1024)
 
 typedef struct ChppDelayed {
     int64_t when;
@@ -50,20 +56,85 @@ uint32_t chpp_link_status(ChppHcaState *s)
 
 static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
                                    void *opaque);
+static void chpp_link_fd_writable(void *opaque);
+
+/* Records written per system call at most. */
+#define CHPP_LINK_IOV 64
+
+/* Bytes taken, 0 if the transport is full, -1 if it failed. */
+static ssize_t chpp_link_write(ChppLink *l)
+{
+    struct iovec iov[CHPP_LINK_IOV];
+    GList *it = l->outq->head;
+    GByteArray *rec = it->data;
+    int n;
+
+    if (!l->io) {
+        return qemu_chr_fe_write(&l->chr, rec->data + l->out_off,
+                                 rec->len - l->out_off);
+    }
+    for (n = 0; it && n < CHPP_LINK_IOV; it = it->next, n++) {
+        rec = it->data;
+        iov[n].iov_base = rec->data + (n ? 0 : l->out_off);
+        iov[n].iov_len = rec->len - (n ? 0 : l->out_off);
+    }
+    return chpp_link_io_writev(l->io, iov, n);
+}
+
+/* Records left the device: forget them. */
+static void chpp_link_written(ChppLink *l, size_t n)
+{
+    while (n) {
+        GByteArray *rec = g_queue_peek_head(l->outq);
+        size_t left = rec->len - l->out_off;
+
+        if (n < left) {
+            l->out_off += n;
+            l->out_bytes -= n;
+            return;
+        }
+        g_queue_pop_head(l->outq);
+        g_byte_array_unref(rec);
+        l->out_off = 0;
+        l->out_bytes -= left;
+        n -= left;
+    }
+}
+
+static void chpp_link_out_drop(ChppLink *l)
+{
+    GByteArray *rec;
+
+    while ((rec = g_queue_pop_head(l->outq))) {
+        g_byte_array_unref(rec);
+    }
+    l->out_off = 0;
+    l->out_bytes = 0;
+}
 
 static void chpp_link_flush(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
-    while (l->out->len) {
-        int n = qemu_chr_fe_write(&l->chr, l->out->data, l->out->len);
+    while (!g_queue_is_empty(l->outq)) {
+        ssize_t n = chpp_link_write(l);
 
+        if (n < 0 && l->io) {
+            /* The reader thread sees the socket fail and cuts the link. */
+            chpp_link_out_drop(l);
+        }
         if (n <= 0) {
             break;
         }
-        g_byte_array_remove_range(l->out, 0, n);
+        chpp_link_written(l, n);
     }
-    if (l->out->len && !l->watch) {
+    if (g_queue_is_empty(l->outq)) {
+        return;
+    }
+    if (l->io && !l->fd_watch) {
+        l->fd_watch = true;
+        chpp_link_io_want_write(l->io, chpp_link_fd_writable, s);
+    } else if (!l->io && !l->watch) {
         l->watch = qemu_chr_fe_add_watch(&l->chr, G_IO_OUT | G_IO_HUP,
                                          chpp_link_writable, s);
     }
@@ -79,21 +150,70 @@ static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
     return G_SOURCE_REMOVE;
 }
 
-static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
-                          const void *data, uint32_t len)
+static void chpp_link_fd_writable(void *opaque)
 {
+    ChppHcaState *s = opaque;
+
+    s->link.fd_watch = false;
+    chpp_link_io_want_write(s->link.io, NULL, NULL);
+    chpp_link_flush(s);
+}
+
+static void chpp_link_tx_bh(void *opaque)
+{
+    ChppHcaState *s = opaque;
+
+    s->link.tx_kicked = false;
+    if (!s->link.fd_watch && !s->link.watch) {
+        chpp_link_flush(s);
+    }
+}
+
+/* Records were added: write them with the rest of this batch. */
+static void chpp_link_flush_later(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
+        chpp_link_flush(s);
+    } else if (!l->tx_kicked) {
+        /* Scheduling wakes the main loop each time: once per batch. */
+        l->tx_kicked = true;
+        qemu_bh_schedule(l->tx_bh);
+    }
+}
+
+/* Queue a record: @buf holds its header's room, then @len bytes of body. */
+static void chpp_link_out(ChppHcaState *s, uint8_t type, uint8_t vc,
+                          GByteArray *buf)
+{
+    ChppLink *l = &s->link;
     struct chpp_link_rec rec = {
         .magic = cpu_to_le32(CHPP_LINK_MAGIC),
         .type = type,
         .vc = vc,
-        .len = cpu_to_le32(len),
+        .len = cpu_to_le32(buf->len - sizeof(rec)),
     };
 
-    g_byte_array_append(s->link.out, (const guint8 *)&rec, sizeof(rec));
-    g_byte_array_append(s->link.out, data, len);
+    memcpy(buf->data, &rec, sizeof(rec));
+    g_queue_push_tail(l->outq, buf);
+    l->out_bytes += buf->len;
 }
 
-/* Move frames whose channel has credits from the backlog to the stream. */
+static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
+                          const void *data, uint32_t len)
+{
+    GByteArray *buf = g_byte_array_sized_new(CHPP_LINK_HEADROOM + len);
+
+    g_byte_array_set_size(buf, CHPP_LINK_HEADROOM);
+    g_byte_array_append(buf, data, len);
+    chpp_link_out(s, type, vc, buf);
+}
+
+/*
+ * Move frames whose channel has credits from the backlog to the stream.
+ * Frames carry room for their record header: they are written as they are.
+ */
 static void chpp_link_pump(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
@@ -105,12 +225,11 @@ static void chpp_link_pump(ChppHcaState *s)
         while (l->credits[vc] && (frame = g_queue_pop_head(l->backlog[vc]))) {
             chpp_wire_dequeued(s);
             l->credits[vc]--;
-            chpp_link_put(s, CHPP_LINK_FRAME, vc, frame->data, frame->len);
+            chpp_link_out(s, CHPP_LINK_FRAME, vc, frame);
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
-            g_byte_array_unref(frame);
         }
     }
-    chpp_link_flush(s);
+    chpp_link_flush_later(s);
 }
 
 static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
@@ -134,9 +253,10 @@ static uint32_t chpp_link_rand(ChppLink *l)
 /* Flip a bit of the PSN: the receiver sees a sequence gap. */
 static void chpp_link_corrupt(GByteArray *frame)
 {
-    struct chpp_wire_ext *e = (void *)(frame->data + CHPP_WIRE_HDR_SIZE);
+    uint8_t *psn = frame->data + CHPP_LINK_HEADROOM + CHPP_WIRE_HDR_SIZE +
+                   offsetof(struct chpp_wire_ext, psn);
 
-    e->psn ^= cpu_to_le32(0x400000);
+    stl_le_p(psn, ldl_le_p(psn) ^ 0x400000);
 }
 
 static void chpp_link_delay_cb(void *opaque)
@@ -331,6 +451,7 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
 {
     ChppLink *l = &s->link;
     ChppHcaState *to = s;
+    ChppPkt *pkt;
 
     /* Frames beyond the credits we granted: a misbehaving peer. */
     if (l->queued[vc] + l->owed[vc] >= CHPP_LINK_CREDITS) {
@@ -350,9 +471,15 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
             return;
         }
     }
+    /* Decoded now, from the reader's ring: one copy of the payload. */
     l->queued[vc]++;
-    g_queue_push_tail(to->link_rx[vc], g_byte_array_append(
-                      g_byte_array_sized_new(len), p, len));
+    chpp_count(to, CHPP_CNT_PKTS_RX);
+    pkt = chpp_wire_decode(to, p, len);
+    if (!pkt) {
+        chpp_link_consumed(s, vc);      /* dropped and counted */
+        return;
+    }
+    g_queue_push_tail(to->link_rx[vc], pkt);
     chpp_engine_kick(to);
 }
 
@@ -372,7 +499,7 @@ void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
 
         l->owed[vc] = 0;
         chpp_link_put(s, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
-        chpp_link_flush(s);
+        chpp_link_flush_later(s);
     }
 }
 
@@ -382,20 +509,70 @@ static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
     chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
     trace_chpp_hca_link_bad(why);
     s->link.rx_len = 0;
+    s->link.gen++;
     qemu_chr_fe_disconnect(&s->link.chr);
 }
 
+/* A record header that breaks the protocol cuts the connection. */
+static bool chpp_link_rec_ok(ChppHcaState *s, const struct chpp_link_rec *rec)
+{
+    if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
+        le32_to_cpu(rec->len) > CHPP_WIRE_FRAME_MAX ||
+        rec->vc >= CHPP_NUM_VCS) {
+        chpp_link_protocol_error(s, "bad record header");
+        return false;
+    }
+    return true;
+}
+
+/* One complete record, @len bytes at @p after its checked header. */
+static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
+                             const uint8_t *p, uint32_t len)
+{
+    ChppLink *l = &s->link;
+
+    switch (rec->type) {
+    case CHPP_LINK_HELLO:
+        chpp_link_hello(s, p, len);
+        break;
+    case CHPP_LINK_REFUSE:
+        chpp_count(s, CHPP_CNT_LINK_REFUSED);
+        error_report("chpp-hca node %u: the peer refused the link: %.*s",
+                     s->params.node_id,
+                     (int)MIN(len > 4 ? len - 4 : 0, 59), p + 4);
+        break;
+    case CHPP_LINK_CREDIT:
+        if (l->up) {
+            chpp_link_credit(s, rec->vc, p, len);
+        }
+        break;
+    case CHPP_LINK_FRAME:
+        if (!l->up) {
+            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+            trace_chpp_hca_link_bad("frame before HELLO");
+            break;
+        }
+        chpp_link_frame(s, rec->vc, p, len);
+        break;
+    default:
+        chpp_link_protocol_error(s, "unknown record type");
+    }
+}
+
+/* The chardev path (TLS, telnet, ...): records reassembled in l->rx. */
 static int chpp_link_can_receive(void *opaque)
 {
     ChppHcaState *s = opaque;
 
-    return CHPP_LINK_REC_MAX - s->link.rx_len;
+    /* With the reader thread, the chardev must not read the socket. */
+    return s->link.io ? 0 : CHPP_LINK_REC_MAX - s->link.rx_len;
 }
 
 static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
 {
     ChppHcaState *s = opaque;
     ChppLink *l = &s->link;
+    uint32_t gen = l->gen;
     uint32_t off = 0;
 
     size = MIN(size, (int)(CHPP_LINK_REC_MAX - l->rx_len));
@@ -403,53 +580,71 @@ static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
     l->rx_len += size;
 
     while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
-        const struct chpp_link_rec *rec = (void *)(l->rx + off);
-        const uint8_t *p = l->rx + off + sizeof(*rec);
-        uint32_t len = le32_to_cpu(rec->len);
+        struct chpp_link_rec rec;
+        uint32_t len;
 
-        if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
-            len > CHPP_WIRE_FRAME_MAX || rec->vc >= CHPP_NUM_VCS) {
-            chpp_link_protocol_error(s, "bad record header");
+        memcpy(&rec, l->rx + off, sizeof(rec));     /* may be unaligned */
+        len = le32_to_cpu(rec.len);
+        if (!chpp_link_rec_ok(s, &rec)) {
             return;
         }
-        if (l->rx_len - off - sizeof(*rec) < len) {
+        if (l->rx_len - off - sizeof(rec) < len) {
             break;              /* the rest arrives later */
         }
-        off += sizeof(*rec) + len;
-
-        switch (rec->type) {
-        case CHPP_LINK_HELLO:
-            chpp_link_hello(s, p, len);
-            break;
-        case CHPP_LINK_REFUSE:
-            chpp_count(s, CHPP_CNT_LINK_REFUSED);
-            error_report("chpp-hca node %u: the peer refused the link: %.*s",
-                         s->params.node_id,
-                         (int)MIN(len > 4 ? len - 4 : 0, 59), p + 4);
-            break;
-        case CHPP_LINK_CREDIT:
-            if (l->up) {
-                chpp_link_credit(s, rec->vc, p, len);
-            }
-            break;
-        case CHPP_LINK_FRAME:
-            if (!l->up) {
-                chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-                trace_chpp_hca_link_bad("frame before HELLO");
-                break;
-            }
-            chpp_link_frame(s, rec->vc, p, len);
-            break;
-        default:
-            chpp_link_protocol_error(s, "unknown record type");
-            return;
-        }
-        if (!l->rx_len) {
+        off += sizeof(rec) + len;
+        chpp_link_record(s, &rec, l->rx + off - len, len);
+        if (l->gen != gen) {
             return;             /* the connection was cut meanwhile */
         }
     }
     memmove(l->rx, l->rx + off, l->rx_len - off);
     l->rx_len -= off;
+}
+
+/*
+ * The reader thread delivered bytes: parse every complete record in the
+ * ring, in place (a record wrapping around the ring's end is copied).
+ */
+static void chpp_link_rx_bh(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    ChppLink *l = &s->link;
+    ChppLinkIo *io = l->io;
+    uint32_t gen = l->gen;
+    uint32_t avail, off = 0;
+    bool eof;
+
+    if (!io) {
+        return;                 /* stale: the connection is gone */
+    }
+    /* The thread sets EOF after its last bytes: read it first. */
+    eof = chpp_link_io_eof(io);
+    avail = chpp_link_io_avail(io);
+    while (avail - off >= sizeof(struct chpp_link_rec)) {
+        struct chpp_link_rec rec;
+        uint32_t len;
+
+        memcpy(&rec, chpp_link_io_peek(io, off, sizeof(rec), l->rx),
+               sizeof(rec));
+        if (!chpp_link_rec_ok(s, &rec)) {
+            return;
+        }
+        len = le32_to_cpu(rec.len);
+        if (avail - off - sizeof(rec) < len) {
+            break;              /* the rest arrives later */
+        }
+        chpp_link_record(s, &rec, chpp_link_io_peek(io, off + sizeof(rec),
+                                                    len, l->rx), len);
+        if (l->gen != gen) {
+            return;             /* the connection was cut meanwhile */
+        }
+        off += sizeof(rec) + len;
+    }
+    chpp_link_io_consume(io, off);
+    if (eof) {
+        trace_chpp_hca_link_event("end of stream");
+        qemu_chr_fe_disconnect(&l->chr);
+    }
 }
 
 static void chpp_link_drop_queues(ChppHcaState *s)
@@ -460,14 +655,15 @@ static void chpp_link_drop_queues(ChppHcaState *s)
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
+        ChppPkt *pkt;
 
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
             g_byte_array_unref(ba);
             chpp_wire_dequeued(s);
         }
-        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
-            g_byte_array_unref(ba);
+        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
+            chpp_pkt_free(pkt);
         }
         l->credits[vc] = 0;
         l->owed[vc] = 0;
@@ -478,12 +674,23 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         g_free(d);
     }
     timer_del(l->delay_timer);
-    g_byte_array_set_size(l->out, 0);
+    chpp_link_out_drop(l);
     if (l->watch) {
         g_source_remove(l->watch);
         l->watch = 0;
     }
     l->rx_len = 0;
+}
+
+/* The connection changed: the reader thread of the old one goes. */
+static void chpp_link_io_detach(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    chpp_link_io_stop(l->io);
+    l->io = NULL;
+    l->fd_watch = false;
+    l->gen++;
 }
 
 static void chpp_link_event(void *opaque, QEMUChrEvent event)
@@ -492,12 +699,19 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
 
     switch (event) {
     case CHR_EVENT_OPENED:
-        trace_chpp_hca_link_event("opened");
+        chpp_link_io_detach(s);
         chpp_link_drop_queues(s);
+        if (s->link.use_thread) {
+            s->link.io = chpp_link_io_start(
+                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh);
+        }
+        trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
+                                  "opened, chardev reads");
         chpp_link_send_hello(s);
         break;
     case CHR_EVENT_CLOSED:
         trace_chpp_hca_link_event("closed");
+        chpp_link_io_detach(s);
         chpp_link_drop_queues(s);
         chpp_link_set_up(s, false);
         break;
@@ -518,9 +732,13 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
         s->link_rx[vc] = g_queue_new();
     }
     l->delayed = g_queue_new();
-    l->out = g_byte_array_new();
+    l->outq = g_queue_new();
     l->rx = g_malloc(CHPP_LINK_REC_MAX);
     l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
+    l->rx_bh = qemu_bh_new_guarded(chpp_link_rx_bh, s,
+                                   &DEVICE(s)->mem_reentrancy_guard);
+    l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
+                                   &DEVICE(s)->mem_reentrancy_guard);
     if (!l->rand_state) {
         l->rand_state = 0x9e3779b97f4a7c15ull;
     }
@@ -537,15 +755,18 @@ void chpp_link_unrealize(ChppHcaState *s)
     unsigned vc;
 
     qemu_chr_fe_deinit(&l->chr, false);
+    chpp_link_io_detach(s);
     chpp_link_drop_queues(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         g_queue_free(l->backlog[vc]);
         g_queue_free(s->link_rx[vc]);
     }
     g_queue_free(l->delayed);
-    g_byte_array_unref(l->out);
+    g_queue_free(l->outq);
     g_free(l->rx);
     timer_free(l->delay_timer);
+    qemu_bh_delete(l->rx_bh);
+    qemu_bh_delete(l->tx_bh);
 }
 
 /*
@@ -557,10 +778,10 @@ void chpp_link_reset(ChppHcaState *s)
     unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *ba;
+        ChppPkt *pkt;
 
-        while ((ba = g_queue_pop_head(s->link_rx[vc]))) {
-            g_byte_array_unref(ba);
+        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
+            chpp_pkt_free(pkt);
             chpp_link_consumed(chpp_pf(s), vc);
         }
     }

@@ -327,15 +327,18 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
         uint32_t len = chpp_wqe_is_rd_atomic(op) ? 0
                                                  : MIN(mtu, w->length - off);
         bool last = i == total - 1;
-        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
+        uint8_t *data;
 
         if (!chpp_wire_room(s, qp)) {
             return 0;
         }
+        /* The payload goes straight into the frame. */
+        data = chpp_wire_payload(s, &pkt, len);
         if (w->inline_len) {
             memcpy(data, w->inline_data + off, len);
         } else if (len && !chpp_sge_rw(s, qp, w->sge, w->num_sge, off, data,
                                        len, DMA_DIRECTION_TO_DEVICE, verr)) {
+            g_free(pkt.frame);
             *status = CHPP_WC_LOC_PROT_ERR;
             return -1;
         }
@@ -357,8 +360,6 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
             pkt.offset = off;
             pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
         }
-        pkt.len = len;
-        pkt.payload = data;
         if (!chpp_wire_send(s, &pkt)) {
             /* Nobody answers on a missing route: RC fails as after retries. */
             if (qp->type == CHPP_QPT_RC) {

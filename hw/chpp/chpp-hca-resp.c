@@ -271,7 +271,7 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
         uint32_t npkts = MAX(1, DIV_ROUND_UP(r->len, mtu));
         uint32_t i = r->sent, off = i * mtu;
         uint32_t len = MIN(mtu, r->len - off);
-        g_autofree uint8_t *data = g_malloc(MAX(len, 1));
+        uint8_t *data;
         const ChppMpt *mr;
         uint8_t verr = 0;
         ChppPkt pkt = {
@@ -289,12 +289,13 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
             .va = r->va + off,
             .msg_len = r->len,
             .offset = off,
-            .len = len,
         };
 
         if (!chpp_wire_room(s, qp)) {
             return;
         }
+        /* The payload goes straight into the frame. */
+        data = chpp_wire_payload(s, &pkt, len);
         /* The region may be gone or changed since the request came in. */
         mr = chpp_mr_lookup(s, r->rkey, qp->pd, r->va + off, len,
                             CHPP_MPT_REMOTE_READ, &verr);
@@ -305,13 +306,13 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
                 .src_qpn = qp->dest_qpn, .src_vf = qp->dest_vf,
             };
 
+            g_free(pkt.frame);
             qp->eng.rd_count = 0;
             chpp_resp_fail(s, qp, &req, CHPP_NAK_REM_OP,
                            CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0,
                            CHPP_VERR_DMA);
             return;
         }
-        pkt.payload = data;
         chpp_wire_send(s, &pkt);
         if (++r->sent == npkts) {
             qp->eng.rd_head = (qp->eng.rd_head + 1) % CHPP_MAX_RD_ATOMIC;

@@ -16,10 +16,16 @@
 
 void chpp_pkt_free(ChppPkt *pkt)
 {
-    if (pkt) {
-        g_free(pkt->payload);
-        g_free(pkt);
+    if (!pkt) {
+        return;
     }
+    /* A decoded packet's payload is in its frame or its own allocation. */
+    if (pkt->keep) {
+        g_byte_array_unref(pkt->keep);
+    } else if (pkt->payload != (uint8_t *)(pkt + 1)) {
+        g_free(pkt->payload);
+    }
+    g_free(pkt);
 }
 
 /* Figure 6, DW2: narrow copies of the routing fields. */
@@ -58,14 +64,19 @@ static void chpp_hdr_encode(const ChppPkt *pkt, uint8_t *h)
     stl_be_p(h + 12, (uint32_t)pkt->va & ~3u);
 }
 
-uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
+static size_t chpp_wire_len(const ChppPkt *pkt)
 {
-    size_t total = CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + pkt->len;
-    uint8_t *buf = g_malloc(total);
-    struct chpp_wire_ext *e = (void *)(buf + CHPP_WIRE_HDR_SIZE);
+    return CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + pkt->len;
+}
+
+/* Encode into @buf, chpp_wire_len() bytes. */
+static void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
+{
+    struct chpp_wire_ext e;
 
     chpp_hdr_encode(pkt, buf);
-    *e = (struct chpp_wire_ext) {
+    /* Built aside: behind a link record header @buf is not 8-aligned. */
+    e = (struct chpp_wire_ext) {
         .version = CHPP_WIRE_EXT_VERSION,
         .op = pkt->op,
         .flags = pkt->flags,
@@ -89,11 +100,20 @@ uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
         .atomic0 = cpu_to_le64(pkt->atomic0),
         .atomic1 = cpu_to_le64(pkt->atomic1),
     };
-    if (pkt->len) {
+    memcpy(buf + CHPP_WIRE_HDR_SIZE, &e, sizeof(e));
+    /* A payload built in place by chpp_wire_payload() is there already. */
+    if (pkt->len && pkt->payload != buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE) {
         memcpy(buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, pkt->payload,
                pkt->len);
     }
-    *len = total;
+}
+
+uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len)
+{
+    uint8_t *buf = g_malloc(chpp_wire_len(pkt));
+
+    chpp_wire_encode_to(pkt, buf);
+    *len = chpp_wire_len(pkt);
     return buf;
 }
 
@@ -105,10 +125,16 @@ static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
     return NULL;
 }
 
-/* Peers are untrusted: every field is checked before anything uses it. */
-ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
+/*
+ * Peers are untrusted: every field is checked before anything uses it.
+ * With @keep (a frame buffer holding @buf) the packet reads its payload in
+ * the frame and keeps a reference, instead of copying it.
+ */
+static ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
+                                      size_t len, GByteArray *keep)
 {
-    const struct chpp_wire_ext *e;
+    struct chpp_wire_ext ext;
+    const struct chpp_wire_ext *e = &ext;
     ChppPkt *pkt;
     uint8_t hdr[CHPP_WIRE_HDR_SIZE];
     uint32_t plen;
@@ -116,7 +142,8 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
     if (len < CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE) {
         return chpp_wire_bad(s, "frame shorter than its headers");
     }
-    e = (const void *)(buf + CHPP_WIRE_HDR_SIZE);
+    /* Copied out: frames parsed in place need not be aligned. */
+    memcpy(&ext, buf + CHPP_WIRE_HDR_SIZE, sizeof(ext));
     plen = le32_to_cpu(e->payload_len);
     if (e->version != CHPP_WIRE_EXT_VERSION) {
         return chpp_wire_bad(s, "unknown extension version");
@@ -129,7 +156,8 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         return chpp_wire_bad(s, "unknown opcode or flags");
     }
 
-    pkt = g_new0(ChppPkt, 1);
+    pkt = g_malloc(sizeof(*pkt) + (keep ? 0 : plen));
+    memset(pkt, 0, sizeof(*pkt));
     pkt->vc = (buf[1] >> 4) & 0x7;
     pkt->pkt_type = buf[2] >> 2;
     pkt->op = e->op;
@@ -161,39 +189,69 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
         g_free(pkt);
         return chpp_wire_bad(s, "header disagrees with the extension");
     }
-    if (plen) {
-        pkt->payload = g_memdup2(buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE,
-                                 plen);
+    if (keep) {
+        pkt->keep = keep;
+        pkt->payload = plen ? keep->data + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE
+                            : NULL;
+    } else if (plen) {
+        pkt->payload = (uint8_t *)(pkt + 1);
+        memcpy(pkt->payload, buf + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE, plen);
     }
     return pkt;
+}
+
+ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
+{
+    return chpp_wire_decode_keep(s, buf, len, NULL);
+}
+
+/* Bytes before the frame: room for the link's record header. */
+static size_t chpp_wire_headroom(ChppHcaState *s, const ChppPkt *pkt)
+{
+    return pkt->dst_node == s->params.node_id ? 0 : CHPP_LINK_HEADROOM;
+}
+
+uint8_t *chpp_wire_payload(ChppHcaState *s, ChppPkt *pkt, uint32_t len)
+{
+    size_t room = chpp_wire_headroom(s, pkt);
+
+    g_free(pkt->frame);
+    pkt->len = len;
+    pkt->frame = g_malloc(room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + len);
+    pkt->payload = pkt->frame + room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE;
+    return pkt->payload;
 }
 
 /* A node reaches itself by loopback and its peer over the link. */
 bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
 {
-    size_t len;
-    uint8_t *frame;
-    GByteArray *ba;
+    size_t room = chpp_wire_headroom(s, pkt);
+    size_t len = room + chpp_wire_len(pkt);
+    uint8_t *frame = pkt->frame ? pkt->frame : g_malloc(len);
 
+    /* The frame belongs to the queues now. */
+    pkt->frame = NULL;
     pkt->src_node = s->params.node_id;
     pkt->src_vf = s->func;
-    frame = chpp_wire_encode(pkt, &len);
-    ba = g_byte_array_new_take(frame, len);
-    if (pkt->dst_node == s->params.node_id) {
+    chpp_wire_encode_to(pkt, frame + room);
+    if (!room) {
         /* Loopback, to any function of this adapter (DST-VF). */
         ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
 
         if (!to) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
             trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
-            g_byte_array_unref(ba);
+            g_free(frame);
             return true;
         }
-        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS], ba);
+        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
+                          g_byte_array_new_take(frame, len));
         chpp_pf(s)->tx_queued++;
         chpp_engine_kick(to);
     } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
-                               pkt->vc % CHPP_NUM_VCS, ba)) {
+                               pkt->vc % CHPP_NUM_VCS,
+                               g_byte_array_new_take(frame, len))) {
+        /* Frames for the link carry room for the record header. */
         trace_chpp_hca_pkt_no_route(pkt->dst_node);
         return false;
     }
@@ -228,40 +286,37 @@ void chpp_wire_dequeued(ChppHcaState *s)
     }
 }
 
-static GByteArray *chpp_wire_pop(ChppHcaState *s, unsigned vc)
-{
-    GByteArray *ba = g_queue_pop_head(s->wire_rx[vc]);
-
-    if (ba) {
-        chpp_wire_dequeued(s);
-    } else {
-        ba = g_queue_pop_head(s->link_rx[vc]);
-        if (ba) {
-            chpp_link_consumed(chpp_pf(s), vc);
-        }
-    }
-    return ba;
-}
-
-/* Responses and data (VC0) go first, so GETs never block their answers. */
+/*
+ * Responses and data (VC0) go first, so GETs never block their answers.
+ * Loopback frames are decoded here; link frames were decoded on arrival.
+ */
 ChppPkt *chpp_wire_next(ChppHcaState *s)
 {
     unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
+        ChppPkt *pkt = NULL;
 
-        while ((ba = chpp_wire_pop(s, vc))) {
-            ChppPkt *pkt;
-
+        while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
+            chpp_wire_dequeued(s);
             chpp_count(s, CHPP_CNT_PKTS_RX);
-            pkt = chpp_wire_decode(s, ba->data, ba->len);
-            g_byte_array_unref(ba);
-            if (pkt) {
-                trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
-                                      pkt->dst_qpn, pkt->psn, pkt->len);
-                return pkt;
+            /* Loopback: the payload stays in the frame, no second copy. */
+            pkt = chpp_wire_decode_keep(s, ba->data, ba->len, ba);
+            if (!pkt) {
+                g_byte_array_unref(ba);
             }
+        }
+        if (!pkt) {
+            pkt = g_queue_pop_head(s->link_rx[vc]);
+            if (pkt) {
+                chpp_link_consumed(chpp_pf(s), vc);
+            }
+        }
+        if (pkt) {
+            trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
+                                  pkt->dst_qpn, pkt->psn, pkt->len);
+            return pkt;
         }
     }
     return NULL;

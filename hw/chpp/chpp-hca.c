@@ -274,6 +274,7 @@ static Property chpp_hca_props[] = {
                       CHPP_MAX_VFS),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
+    DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -309,6 +310,8 @@ static const struct {
       "LID = (function << 12 | node-id) + 1" },
     { "chardev", "chardev (a socket) of the link to the peer adapter; "
                  "without one only this node is reachable" },
+    { "link-thread", "read a plain socket link in a thread, in large "
+                     "chunks (off: through the chardev, 4 KiB at a time)" },
     { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
     { "num-cqs", "completion queues (1..4096)" },
     { "num-eqs", "event queues (1..64)" },

@@ -206,15 +206,24 @@ typedef struct ChppQp {
 /* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
 typedef struct ChppLink {
     CharBackend chr;
+    bool use_thread;            /* property link-thread */
     bool up;                    /* HELLO exchanged, peer accepted */
     uint16_t peer_node;
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
     uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
     GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
-    GByteArray *out;            /* records not yet taken by the chardev */
-    guint watch;
+    GQueue *outq;               /* records (GByteArray) not yet written */
+    uint32_t out_off;           /* bytes of the first already written */
+    size_t out_bytes;           /* bytes in outq not yet written */
+    guint watch;                /* chardev path: waiting to write */
+    bool fd_watch;              /* reader-thread path: waiting to write */
+    QEMUBH *tx_bh;              /* writes the records of a batch */
+    bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
+    QEMUBH *rx_bh;              /* parses what the reader thread read */
+    uint32_t gen;               /* bumped when the connection goes */
     uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
-    uint8_t *rx;                /* one record being reassembled */
+    uint8_t *rx;                /* one record being reassembled/bounced */
     uint32_t rx_len;
     /* Fault injection (QOM properties, settable at run time) */
     uint32_t drop_next;
@@ -266,10 +275,11 @@ struct ChppHcaState {
     uint32_t db_head;
     uint32_t db_count;
     QEMUBH *engine_bh;
+    bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
-    GQueue *link_rx[2];         /* frames from the link per channel */
+    GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
     ChppLink link;
     bool engine_stopped;        /* VM stopped: do not touch guest memory */
     uint32_t tx_queued;         /* PF: frames queued, all functions */
@@ -415,7 +425,12 @@ void chpp_link_unrealize(ChppHcaState *s);
 void chpp_link_reset(ChppHcaState *s);
 void chpp_link_add_properties(Object *obj);
 bool chpp_link_attached(ChppHcaState *s);
-/* Send an encoded frame (takes ownership); false: no route to @node. */
+/*
+ * Send an encoded frame (takes ownership); false: no route to @node.  The
+ * frame starts CHPP_LINK_HEADROOM bytes into @frame, room for the link's
+ * record header, so that it is written without a copy.
+ */
+#define CHPP_LINK_HEADROOM sizeof(struct chpp_link_rec)
 bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame);
 /* The engine consumed a frame of @vc that came from the link. */

@@ -80,6 +80,7 @@ typedef struct LBench {
     uint32_t ci_told[2][2]; /* [node][cq] */
     uint32_t clock_steps;
     bool quick;
+    bool chardev_path;      /* link-thread=off: QEMU's chardev reads */
 } LBench;
 
 typedef struct Tput {
@@ -299,6 +300,18 @@ static int free_port(void)
     return port;
 }
 
+static void lb_node_start(LBench *b, ChppNode *n, uint16_t id,
+                          const char *chardev)
+{
+    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk%s", id,
+                                             b->chardev_path ?
+                                             ",link-thread=off" : "");
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             chardev);
+
+    chpp_node_setup(n, chpp_start(props, extra), id, 0);
+}
+
 static void lb_setup(LBench *b, int t, const char *dir)
 {
     g_autofree char *srv = NULL, *cli = NULL;
@@ -315,9 +328,9 @@ static void lb_setup(LBench *b, int t, const char *dir)
                               "nodelay=on", port);
     }
     memset(b->ci_told, 0, sizeof(b->ci_told));
-    chpp_node_start(&b->a, 1, srv);
+    lb_node_start(b, &b->a, 1, srv);
     b->pid_a = chpp_find_qemu_pid(0);
-    chpp_node_start(&b->b, 2, cli);
+    lb_node_start(b, &b->b, 2, cli);
     b->pid_b = chpp_find_qemu_pid(b->pid_a);
     chpp_node_wait_link(&b->a, &b->b, true);
     chpp_node_qp(&b->a, 0, 0x11, LOG_Q, STRIDE);
@@ -507,14 +520,15 @@ static Lat run_lat(LBench *b, int op, uint32_t size)
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--quick] [--unix] [--tcp] [--size BYTES] "
-            "[--no-latency] [--no-throughput] [--no-baseline]\n", argv0);
+            "[--no-latency] [--no-throughput] [--no-baseline] "
+            "[--chardev-path]\n", argv0);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     bool want[T_NUM] = {}, any = false, lat = true, tput = true;
-    bool baseline = true, quick = false;
+    bool baseline = true, quick = false, chardev_path = false;
     uint32_t only_size = 0;
     g_autoptr(GDateTime) date = g_date_time_new_now_local();
     g_autofree char *datestr = g_date_time_format(date, "%F %T %z");
@@ -541,6 +555,8 @@ int main(int argc, char **argv)
             tput = false;
         } else if (!strcmp(argv[i], "--no-baseline")) {
             baseline = false;
+        } else if (!strcmp(argv[i], "--chardev-path")) {
+            chardev_path = true;
         } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
             g_assert(qemu_strtoui(argv[++i], NULL, 0, &only_size) == 0);
         } else {
@@ -560,7 +576,7 @@ int main(int argc, char **argv)
     g_assert(dir);
 
     for (t = 0; t < T_NUM; t++) {
-        LBench b = { .quick = quick };
+        LBench b = { .quick = quick, .chardev_path = chardev_path };
 
         if (!want[t]) {
             continue;
@@ -595,7 +611,9 @@ int main(int argc, char **argv)
     printf("chpp-hca link benchmark  %s  host %s, %ld CPUs%s\n", datestr,
            host, sysconf(_SC_NPROCESSORS_ONLN), quick ? "  (--quick)" : "");
     printf("QEMU: %s; two QEMUs (qtest accel), node 1 -> node 2, one RC QP "
-           "each, MTU 4096\n", getenv("QTEST_QEMU_BINARY"));
+           "each, MTU 4096; link read by %s\n", getenv("QTEST_QEMU_BINARY"),
+           chardev_path ? "the chardev (link-thread=off)"
+                        : "the device's reader thread");
     printf("MB = 10^6 bytes; wall clock; FPGA prototype target %.0f MB/s\n",
            FPGA_MBPS);
     for (t = 0; t < T_NUM; t++) {
@@ -670,11 +688,12 @@ int main(int argc, char **argv)
                 printf("BENCH kind=link_tput sock=%s op=PUT size=%u ops=%u "
                        "secs=%.4f mbps=%.2f ratio_raw=%.5f ratio_raw4k=%.5f "
                        "ratio_fpga=%.5f polls_per_cqe=%.2f cpu_n1_us=%.2f "
-                       "cpu_n2_us=%.2f cpu_bench_us=%.2f\n", t_name[t],
-                       tp_sizes[s], r->ops, r->secs, r->mbps,
+                       "cpu_n2_us=%.2f cpu_bench_us=%.2f path=%s\n",
+                       t_name[t], tp_sizes[s], r->ops, r->secs, r->mbps,
                        r->mbps / raw[t].mbps, r->mbps / raw[t].mbps_4k,
                        r->mbps / FPGA_MBPS, r->polls_per_cqe, r->cpu_a_us,
-                       r->cpu_b_us, r->cpu_me_us);
+                       r->cpu_b_us, r->cpu_me_us,
+                       chardev_path ? "chardev" : "thread");
             }
         }
         for (s = 0; s < NLAT && lat; s++) {

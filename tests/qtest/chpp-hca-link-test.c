@@ -13,6 +13,8 @@
 #include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
+#define DEV_PATH "/machine/peripheral-anon/device[0]"
+
 #define UAR     1
 #define PD      2
 #define SCQ     0
@@ -29,9 +31,17 @@ static char *sock_path(const char *name)
     return g_strdup_printf("%s/%s", tmpdir, name);
 }
 
+/* Extra device properties of the nodes the running test starts. */
+static const char *node_props = "";
+
 static void node_start(Node *n, uint16_t id, const char *chardev)
 {
-    chpp_node_start(n, id, chardev);
+    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk%s", id,
+                                             node_props);
+    g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
+                                             chardev);
+
+    chpp_node_setup(n, chpp_start(props, extra), id, 0);
 }
 
 /* Server first, then a client that keeps reconnecting. */
@@ -49,6 +59,18 @@ static void pair_start(Node *a, Node *b, const char *name)
 static void wait_link(Node *a, Node *b, bool up)
 {
     chpp_node_wait_link(a, b, up);
+}
+
+/* Is @n's connection read by the device's reader thread? */
+static bool reader_thread(Node *n)
+{
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
+    bool on = qdict_get_bool(link, "reader-thread");
+
+    qobject_unref(rsp);
+    return on;
 }
 
 static void node_qp(Node *n, uint32_t qpn, uint8_t magic)
@@ -169,6 +191,9 @@ static void test_ops_both_directions(void)
 
     pair_start(&a, &b, "ops");
     wait_link(&a, &b, true);
+    /* The path under test: the reader thread unless link-thread=off. */
+    g_assert_cmpint(reader_thread(&a), ==, !*node_props);
+    g_assert_cmpint(reader_thread(&b), ==, !*node_props);
     pair_connect(&a, &b, 0, 14, 3);
     for (i = 0; i < 2; i++) {
         Node *x = n[i], *y = n[!i];
@@ -255,8 +280,6 @@ static void test_simultaneous_gets(void)
     chpp_check(b.d, bb + len, len, 1);
     pair_stop(&a, &b);
 }
-
-#define DEV_PATH "/machine/peripheral-anon/device[0]"
 
 /* Fault injection is driven from the monitor, as a user would. */
 static void set_fault(Node *n, const char *prop, uint64_t value)
@@ -578,6 +601,7 @@ static void test_hostile_peer(void)
                      CHPP_LINK_HELLO);
     peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 9);
     wait_link(&n, NULL, true);
+    g_assert_cmpint(reader_thread(&n), ==, !*node_props);
 
     /* Payload length that disagrees with the record. */
     f = good_frame(16);
@@ -683,6 +707,24 @@ static void test_no_link(void)
     chpp_stop(d);
 }
 
+/*
+ * The same traffic and hostile frames through QEMU's chardev read path
+ * (link-thread=off) instead of the device's reader thread.
+ */
+static void test_chardev_ops(void)
+{
+    node_props = ",link-thread=off";
+    test_ops_both_directions();
+    node_props = "";
+}
+
+static void test_chardev_hostile(void)
+{
+    node_props = ",link-thread=off";
+    test_hostile_peer();
+    node_props = "";
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -705,6 +747,10 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/migrate-linked-node",
                    test_migrate_linked_node);
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
+    qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
+                   test_chardev_ops);
+    qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",
+                   test_chardev_hostile);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);

@@ -1016,7 +1016,7 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
 #define CHPP_LINK_MAGIC             0x4b4e4c43u /* "CLNK" in memory order */
 #define CHPP_LINK_VERSION_MAJOR     1
 #define CHPP_LINK_VERSION_MINOR     0
-#define CHPP_LINK_CREDITS           64          /* frames per VC granted */
+#define CHPP_LINK_CREDITS           256         /* frames per VC granted */
 
 enum chpp_link_rec_type {
     CHPP_LINK_HELLO     = 1,

@@ -1,0 +1,201 @@
+/*
+ * chpp-hca: the link's socket I/O outside QEMU's chardev read path
+ * (docs/link.md, "Threads and I/O").
+ *
+ * QEMU's socket chardev reads at most 4 KiB per main-loop iteration, each
+ * with a poll and event-notifier wake-ups: about two iterations per 4 KiB
+ * frame capped the link at a few hundred MB/s.  For a plain socket chardev
+ * (no TLS, websocket or telnet) the device instead takes a duplicate of the
+ * connected socket: a reader thread moves the bytes into a ring with large
+ * reads, and the main loop parses every record the ring holds in one bottom
+ * half.  Writes stay in the main loop and go straight to the socket.
+ *
+ * The thread touches only the ring, its indexes and its own descriptors:
+ * never device state, never the BQL.  The ring is single producer (the
+ * thread writes at tail) and single consumer (the main loop reads at head);
+ * bytes between head and tail are never written, so the main loop parses
+ * them in place.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qemu/main-loop.h"
+#include "qemu/thread.h"
+#include "qemu/event_notifier.h"
+#include "qemu/sockets.h"
+#include "chardev/char-socket.h"
+#include "chpp-hca-link-io.h"
+
+/* Bytes read ahead of the parser: a bound on memory, and the read size. */
+#define CHPP_LINK_RING_SIZE (1u << 20)
+
+struct ChppLinkIo {
+    int fd;                     /* our duplicate of the connected socket */
+    EventNotifier wake;         /* main loop -> thread: stop, or room */
+    QemuThread thread;
+    QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
+    uint8_t *ring;
+    uint32_t head;              /* free-running; written by the main loop */
+    uint32_t tail;              /* free-running; written by the thread */
+    bool stop;                  /* main loop asks the thread to end */
+    bool wait_room;             /* the thread waits for the ring to drain */
+    bool eof;                   /* the thread ended: peer closed, or error */
+};
+
+static void *chpp_link_io_thread(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+    GPollFD pfd[2] = {
+        { .fd = event_notifier_get_fd(&io->wake), .events = G_IO_IN },
+        { .fd = io->fd, .events = G_IO_IN },
+    };
+
+    while (!qatomic_read(&io->stop)) {
+        uint32_t head = qatomic_load_acquire(&io->head);
+        uint32_t room = CHPP_LINK_RING_SIZE - (io->tail - head);
+        uint32_t at = io->tail % CHPP_LINK_RING_SIZE;
+        ssize_t n;
+
+        if (!room) {
+            qatomic_set(&io->wait_room, true);
+            /* Pairs with the barrier in chpp_link_io_consume(). */
+            smp_mb();
+            if (qatomic_read(&io->head) == head) {
+                g_poll(pfd, 1, -1);
+                event_notifier_test_and_clear(&io->wake);
+            }
+            qatomic_set(&io->wait_room, false);
+            continue;
+        }
+        n = recv(io->fd, io->ring + at,
+                 MIN(room, CHPP_LINK_RING_SIZE - at), MSG_DONTWAIT);
+        if (n > 0) {
+            qatomic_store_release(&io->tail, io->tail + n);
+            qemu_bh_schedule(io->bh);
+            continue;
+        }
+        if (n == 0) {
+            break;              /* the peer closed the connection */
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            break;
+        }
+        g_poll(pfd, 2, -1);
+        event_notifier_test_and_clear(&io->wake);
+    }
+    qatomic_store_release(&io->eof, true);
+    qemu_bh_schedule(io->bh);
+    return NULL;
+}
+
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh)
+{
+    SocketChardev *sc;
+    ChppLinkIo *io;
+    int fd;
+
+    if (!chr || !object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+        return NULL;
+    }
+    sc = SOCKET_CHARDEV(chr);
+    /* TLS, websocket and telnet transform the bytes: chardev path. */
+    if (!sc->sioc || sc->ioc != QIO_CHANNEL(sc->sioc) || sc->do_telnetopt) {
+        return NULL;
+    }
+    fd = qemu_dup(sc->sioc->fd);
+    if (fd < 0) {
+        return NULL;
+    }
+    io = g_new0(ChppLinkIo, 1);
+    io->fd = fd;
+    io->bh = bh;
+    io->ring = g_malloc(CHPP_LINK_RING_SIZE);
+    if (event_notifier_init(&io->wake, false) < 0) {
+        close(fd);
+        g_free(io->ring);
+        g_free(io);
+        return NULL;
+    }
+    qemu_thread_create(&io->thread, "chpp-link-rx", chpp_link_io_thread, io,
+                       QEMU_THREAD_JOINABLE);
+    return io;
+}
+
+void chpp_link_io_stop(ChppLinkIo *io)
+{
+    if (!io) {
+        return;
+    }
+    qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
+    qatomic_set(&io->stop, true);
+    event_notifier_set(&io->wake);
+    qemu_thread_join(&io->thread);
+    event_notifier_cleanup(&io->wake);
+    close(io->fd);
+    g_free(io->ring);
+    g_free(io);
+}
+
+uint32_t chpp_link_io_avail(ChppLinkIo *io)
+{
+    return qatomic_load_acquire(&io->tail) - io->head;
+}
+
+bool chpp_link_io_eof(ChppLinkIo *io)
+{
+    return qatomic_load_acquire(&io->eof);
+}
+
+const uint8_t *chpp_link_io_peek(ChppLinkIo *io, uint32_t off, uint32_t len,
+                                 uint8_t *bounce)
+{
+    uint32_t at = (io->head + off) % CHPP_LINK_RING_SIZE;
+    uint32_t first = CHPP_LINK_RING_SIZE - at;
+
+    assert(off + len <= chpp_link_io_avail(io));
+    if (len <= first) {
+        return io->ring + at;
+    }
+    /* The bytes wrap around the end of the ring. */
+    memcpy(bounce, io->ring + at, first);
+    memcpy(bounce + first, io->ring, len - first);
+    return bounce;
+}
+
+void chpp_link_io_consume(ChppLinkIo *io, uint32_t n)
+{
+    assert(n <= chpp_link_io_avail(io));
+    qatomic_store_release(&io->head, io->head + n);
+    /* Pairs with the barrier in the thread before it sleeps. */
+    smp_mb();
+    if (n && qatomic_read(&io->wait_room)) {
+        event_notifier_set(&io->wake);
+    }
+}
+
+ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
+                            int iovcnt)
+{
+    struct msghdr msg = {
+        .msg_iov = (struct iovec *)iov,
+        .msg_iovlen = iovcnt,
+    };
+    ssize_t n;
+
+    do {
+        n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return 0;
+    }
+    return n;
+}
+
+void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque)
+{
+    qemu_set_fd_handler(io->fd, NULL, cb, opaque);
+}

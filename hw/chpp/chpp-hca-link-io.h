@@ -1,0 +1,44 @@
+/*
+ * chpp-hca: the link's socket reader thread and writer
+ * (chpp-hca-link-io.c).  Every function but the thread itself runs in the
+ * main loop with the BQL held.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_CHPP_HCA_LINK_IO_H
+#define HW_CHPP_HCA_LINK_IO_H
+
+#include "chardev/char.h"
+#include "qemu/main-loop.h"
+
+typedef struct ChppLinkIo ChppLinkIo;
+
+/*
+ * For a connected plain socket chardev: duplicate its socket and start the
+ * reader thread, which schedules @bh whenever bytes (or the end of the
+ * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
+ */
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh);
+/* Stop and join the thread, close the duplicate.  @io may be NULL. */
+void chpp_link_io_stop(ChppLinkIo *io);
+
+/* Bytes received and not yet consumed. */
+uint32_t chpp_link_io_avail(ChppLinkIo *io);
+/* The stream ended (peer closed or error) after the bytes available. */
+bool chpp_link_io_eof(ChppLinkIo *io);
+/*
+ * @len bytes at @off from the oldest unconsumed byte, in place, or copied
+ * into @bounce (@len bytes) if they wrap around the ring.
+ */
+const uint8_t *chpp_link_io_peek(ChppLinkIo *io, uint32_t off, uint32_t len,
+                                 uint8_t *bounce);
+/* Give @n bytes back to the reader. */
+void chpp_link_io_consume(ChppLinkIo *io, uint32_t n);
+
+/* Non-blocking write: bytes written, 0 if the socket is full, -1 on error. */
+ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
+                            int iovcnt);
+/* Call @cb once the socket is writable (NULL: no longer). */
+void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque);
+
+#endif
