@@ -214,6 +214,11 @@ void chpp_buf_free(struct chpp_dev *dev, struct chpp_buf *buf);
 int chpp_res_init(struct chpp_dev *dev);
 void chpp_res_cleanup(struct chpp_dev *dev);
 
+/* chpp_sriov.c */
+int chpp_sriov_configure(struct pci_dev *pdev, int num_vfs);
+void chpp_sriov_disable(struct chpp_dev *dev);
+void chpp_vf_flr_event(struct chpp_dev *dev, u32 vf);
+
 /* chpp_ib.c */
 int chpp_ib_register(struct chpp_dev *dev);
 void chpp_ib_unregister(struct chpp_dev *dev);
