@@ -76,7 +76,7 @@ load_driver() {
         "fw $(cat /sys/class/infiniband/chpp0/fw_ver)"
 }
 
-if [ "$MODE" = vfio ]; then
+if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then
     . /vfio-init.sh     # ends with finish
 fi
 

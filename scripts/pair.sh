@@ -28,6 +28,11 @@
 #                     (bound by chpp_hca, then by vfio-pci) and run the VFIO
 #                     test program tests/vfio/chpp-vfio-test.c on two VFs
 #                     (docs/vfio-passthrough.md)
+#   --nested          as --vfio, but the two VFs go to a nested guest: the
+#                     first guest runs this QEMU (with its libraries and
+#                     firmware) under TCG with -device vfio-pci for each VF,
+#                     booting the same kernel and chpp_hca (scripts/nested.sh;
+#                     slow: tens of minutes)
 #
 # Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log). Monitors (HMP, e.g. for fault
 # injection with qom-set /machine/peripheral/hca0 fault-cut true):
@@ -36,7 +41,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300 IOMMU=0 VFIO=0
+SINGLE=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300 IOMMU=0 VFIO=0 NESTED=0
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
         --single) SINGLE=1 ;;
         --iommu) IOMMU=1 ;;
         --vfio) VFIO=1; IOMMU=1; SINGLE=1 ;;
+        --nested) NESTED=1; VFIO=1; IOMMU=1; SINGLE=1 ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -82,6 +88,9 @@ trap cleanup EXIT
 MODE=pair
 [ "$SINGLE" = 1 ] && MODE=single
 [ "$VFIO" = 1 ] && MODE=vfio
+[ "$NESTED" = 1 ] && MODE=nested
+MEM=512M
+[ "$NESTED" = 1 ] && MEM=1536M    # the nested guest's 256M are pinned by VFIO
 LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
 
 # --- the driver, built against the guest kernel ---------------------------------
@@ -132,6 +141,32 @@ if [ "$VFIO" = 1 ]; then
         chpp_die "building tests/vfio/chpp-vfio-test.c failed"
     install -m 0755 "$CHPP_ROOT/scripts/vfio-init.sh" "$ROOT/vfio-init.sh"
 fi
+if [ "$NESTED" = 1 ]; then
+    # The nested guest's world: this QEMU (stripped) with the libraries it
+    # links (same paths), its firmware, the kernel and the nested initramfs.
+    mkdir -p "$ROOT/nested/fw" "$ROOT/lib64"
+    strip -o "$ROOT/nested/qemu-system-x86_64" "$QEMU"
+    for lib in $(ldd "$QEMU" | grep -o '/[^ ]*'); do
+        mkdir -p "$ROOT$(dirname "$lib")"
+        cp -L "$lib" "$ROOT$lib"
+    done
+    FW="$CHPP_QEMU_BUILD/qemu-bundle/usr/local/share/qemu"
+    for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin; do
+        cp -L "$FW/$f" "$ROOT/nested/fw/$f"
+    done
+    cp "$KERNEL" "$ROOT/nested/vmlinuz"
+    install -m 0644 "$CHPP_ROOT/scripts/nested-l1.sh" "$ROOT/nested-l1.sh"
+    L2="$RUN/l2"
+    mkdir -p "$L2"/{bin,dev,proc,sys,tmp} "$L2/lib/modules/$KVER"
+    cp /bin/busybox "$L2/bin/busybox"
+    ln -s busybox "$L2/bin/sh"
+    cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
+    install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
+    cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$CHPP_ROOT/guest-driver/chpp_hca.ko" \
+       "$L2/lib/modules/$KVER/"
+    (cd "$L2" && find . -print0 | LC_ALL=C sort -z |
+        cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$ROOT/nested/l2.cpio.gz"
+fi
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
 chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test"
@@ -147,7 +182,7 @@ qemu_cmd() {
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
-    CMD=("$QEMU" -M q35 -accel tcg -m 512M -nographic -no-reboot
+    CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
          -monitor "unix:$RUN/mon$n.sock,server=on,wait=off")
     if [ "$IOMMU" = 1 ]; then
@@ -189,7 +224,7 @@ for n in "${NODES[@]}"; do
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
     tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
-        grep --line-buffered -aE 'chpp-guest:|chpp-vfio:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
+        grep --line-buffered -aE 'chpp-guest:|chpp-vfio:|chpp-l2:|chpp_test:|chpp_hca .*(port|interrupt|fw)' |
         sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done

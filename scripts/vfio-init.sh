@@ -1,6 +1,8 @@
 # shellcheck shell=sh
 # Sourced by /init (scripts/pair-init.sh) in chpp.mode=vfio, the guest that
-# scripts/pair.sh --vfio boots with an emulated Intel IOMMU. Uses say, fail,
+# scripts/pair.sh --vfio boots with an emulated Intel IOMMU (and in
+# chpp.mode=nested, scripts/nested.sh: steps 1 and 3, then the nested guest
+# of /nested-l1.sh instead of the test program). Uses say, fail,
 # finish and load_driver from pair-init.sh. Steps:
 #   1. the IOMMU and interrupt remapping are on;
 #   2. chpp_hca binds the PF; sriov_numvfs 2 then 0, twice: the VFs appear
@@ -37,7 +39,7 @@ say "PF ${PF##*/}, IOMMU group $(bdf_of "$PF/iommu_group"), sriov_totalvfs $(cat
 
 # --- 2. VFs bound by chpp_hca ----------------------------------------------------------
 load_driver
-for round in 1 2; do
+[ "$MODE" = nested ] || for round in 1 2; do
     echo 2 >"$PF/sriov_numvfs" || fail "echo 2 > sriov_numvfs (round $round)"
     wait_ibdevs 3
     say "round $round: sriov_numvfs $(cat "$PF/sriov_numvfs"), ib devices $(ls /sys/class/infiniband | tr '\n' ' ')"
@@ -60,6 +62,7 @@ for v in "$PF/virtfn0" "$PF/virtfn1"; do
     say "VF $b: driver vfio-pci, IOMMU group $g ($(ls "/sys/kernel/iommu_groups/$g/devices" | tr '\n' ' '))"
     VFS="$VFS $b"
 done
+[ "$MODE" = nested ] && . /nested-l1.sh     # ends with finish
 # shellcheck disable=SC2086
 /bin/chpp-vfio-test $VFS >/tmp/vfio.out 2>&1
 rc=$?

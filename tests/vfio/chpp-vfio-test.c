@@ -3,6 +3,7 @@
  * behind the guest's IOMMU (docs/vfio-passthrough.md).
  *
  *   chpp-vfio-test BDF_A BDF_B
+ *   chpp-vfio-test --raw BDF_A BDF_B
  *
  * Both VFs must be bound to vfio-pci. Each gets its own VFIO container
  * (type1 IOMMU), so each sees only its own DMA mappings. The program brings
@@ -15,6 +16,15 @@
  *     canary page that is NOT mapped in B's IOMMU domain, and A PUTs into
  *     it: the DMA must fail (error completion at A, WQ_ACCESS_ERROR at B,
  *     B's DMA error counter) and the canary must be unchanged.
+ *
+ * --raw is for a guest without an IOMMU, such as the nested guest that
+ * receives the VFs through QEMU's vfio-pci (docs/vfio-passthrough.md): the
+ * BARs are mapped from sysfs (resource0, resource2), the DMA addresses are
+ * the guest-physical addresses of the pages (/proc/self/pagemap), and the
+ * MSI-X and fault parts are left out (no VFIO, no IOMMU): PUT, GET and NAP
+ * only. Either way the device's own address translation (MTT) is used for
+ * the data region, so the pages need not be contiguous.
+ *
  * Prints "chpp-vfio: RESULT PASS" or "chpp-vfio: RESULT FAIL <why>" and
  * exits 0 only on PASS. Built statically on the host (gcc -static) so that
  * it runs in the busybox initramfs.
@@ -80,6 +90,8 @@
 struct fn {
     const char *name;
     const char *bdf;
+    bool raw;               /* sysfs + pagemap instead of VFIO */
+    uint64_t pa[AREA_LEN / 4096];
     int container, group, device;
     int group_id;
     volatile uint8_t *bar0, *bar2;
@@ -127,6 +139,12 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/* DMA address of byte @off of the area. */
+static uint64_t dma(struct fn *f, size_t off)
+{
+    return f->raw ? f->pa[off / 4096] + off % 4096 : f->iova + off;
 }
 
 /* ---- registers ----------------------------------------------------------- */
@@ -208,14 +226,14 @@ static void cmd_in(struct fn *f, const char *what, uint16_t op, uint32_t mod,
 {
     memset(f->mem + OFF_MBOX_IN, 0, CHPP_MAILBOX_SIZE);
     memcpy(f->mem + OFF_MBOX_IN, p, len);
-    cmd_ok(f, what, op, f->iova + OFF_MBOX_IN, mod, 0);
+    cmd_ok(f, what, op, dma(f, OFF_MBOX_IN), mod, 0);
 }
 
 static void cmd_out(struct fn *f, const char *what, uint16_t op, uint32_t mod,
                     void *p, size_t len)
 {
     memset(f->mem + OFF_MBOX_OUT, 0xa5, CHPP_MAILBOX_SIZE);
-    cmd_ok(f, what, op, 0, mod, f->iova + OFF_MBOX_OUT);
+    cmd_ok(f, what, op, 0, mod, dma(f, OFF_MBOX_OUT));
     memcpy(p, f->mem + OFF_MBOX_OUT, len);
 }
 
@@ -402,7 +420,7 @@ static void write_mtt(struct fn *f, uint32_t first, const uint64_t *e,
     memset(m, 0, sizeof(*m));
     m->first_index = first;
     memcpy(m->entries, e, n * sizeof(*e));
-    cmd_ok(f, "WRITE_MTT", CHPP_CMD_WRITE_MTT, f->iova + OFF_MBOX_IN, n, 0);
+    cmd_ok(f, "WRITE_MTT", CHPP_CMD_WRITE_MTT, dma(f, OFF_MBOX_IN), n, 0);
 }
 
 static uint32_t create_mr(struct fn *f, uint32_t idx, uint64_t start,
@@ -428,13 +446,15 @@ static void bring_up(struct fn *f)
     struct chpp_dev_cap cap;
     struct chpp_port_info port;
     struct chpp_eq_context eq = {
-        .base_addr = f->iova + OFF_EQ,
+        .base_addr = 0,
         .num_entries = EQ_ENTRIES,
         .msix_vector = 0,
         .flags = CHPP_EQ_FLAG_ARMED,
     };
     uint64_t mtt[MTT_FAULT];
     uint32_t i, abi;
+
+    eq.base_addr = dma(f, OFF_EQ);
 
     CHECK(rd32(f, CHPP_REG_MAGIC) == CHPP_MAGIC, "%s: magic 0x%08x", f->name,
           rd32(f, CHPP_REG_MAGIC));
@@ -467,12 +487,12 @@ static void bring_up(struct fn *f)
     cmd_ok(f, "MAP_EQ", CHPP_CMD_MAP_EQ,
            CHPP_EVENT_MAPPABLE_MASK & ~(1ull << CHPP_EVENT_CMD), 0, 0);
 
-    mtt[MTT_CQ0] = (f->iova + OFF_CQ0) | CHPP_MTT_VALID;
-    mtt[MTT_CQ1] = (f->iova + OFF_CQ1) | CHPP_MTT_VALID;
-    mtt[MTT_SQ] = (f->iova + OFF_SQ) | CHPP_MTT_VALID;
-    mtt[MTT_RQ] = (f->iova + OFF_RQ) | CHPP_MTT_VALID;
+    mtt[MTT_CQ0] = dma(f, OFF_CQ0) | CHPP_MTT_VALID;
+    mtt[MTT_CQ1] = dma(f, OFF_CQ1) | CHPP_MTT_VALID;
+    mtt[MTT_SQ] = dma(f, OFF_SQ) | CHPP_MTT_VALID;
+    mtt[MTT_RQ] = dma(f, OFF_RQ) | CHPP_MTT_VALID;
     for (i = 0; i < DATA_LEN / 4096; i++) {
-        mtt[MTT_DATA + i] = (f->iova + OFF_DATA + i * 4096) | CHPP_MTT_VALID;
+        mtt[MTT_DATA + i] = dma(f, OFF_DATA + i * 4096) | CHPP_MTT_VALID;
     }
     write_mtt(f, 0, mtt, MTT_FAULT);
 
@@ -708,6 +728,51 @@ static uint64_t phys_addr(void *va)
     return (e & ((1ull << 55) - 1)) * 4096;
 }
 
+/* Without VFIO: BARs from sysfs, guest-physical DMA addresses. */
+static void raw_open(struct fn *f)
+{
+    char path[PATH_MAX];
+    uint16_t command;
+    int fd, i;
+
+    for (i = 0; i < 2; i++) {
+        int bar = i ? CHPP_BAR_UAR : CHPP_BAR_REGS;
+        void *p;
+
+        snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource%d",
+                 f->bdf, bar);
+        fd = open(path, O_RDWR | O_SYNC);
+        CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+        p = mmap(NULL, bar ? CHPP_UAR_PAGE_SIZE : CHPP_BAR0_SIZE,
+                 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        CHECK(p != MAP_FAILED, "mmap %s: %s", path, strerror(errno));
+        close(fd);
+        if (bar == CHPP_BAR_REGS) {
+            f->bar0 = p;
+        } else {
+            f->bar2 = p;
+        }
+    }
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", f->bdf);
+    fd = open(path, O_RDWR);
+    CHECK(fd >= 0 && pread(fd, &command, 2, PCI_COMMAND) == 2, "read %s",
+          path);
+    command |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+    CHECK(pwrite(fd, &command, 2, PCI_COMMAND) == 2, "write %s", path);
+    close(fd);
+
+    f->mem = mmap(NULL, AREA_LEN, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED,
+                  -1, 0);
+    CHECK(f->mem != MAP_FAILED, "mmap DMA area: %s", strerror(errno));
+    memset(f->mem, 0, AREA_LEN);
+    for (i = 0; i < AREA_LEN / 4096; i++) {
+        f->pa[i] = phys_addr(f->mem + i * 4096);
+    }
+    say("%s: %s without VFIO (BARs from sysfs, DMA to guest-physical pages)",
+        f->name, f->bdf);
+}
+
 /* ---- the test --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -726,17 +791,28 @@ int main(int argc, char **argv)
     bool got_comp;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 4 && !strcmp(argv[1], "--raw")) {
+        a.raw = b.raw = true;
+        argv++;
+        argc--;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: %s BDF_A BDF_B (VFs bound to vfio-pci)\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s [--raw] BDF_A BDF_B (VFs bound to "
+                "vfio-pci, or with --raw to no driver)\n", argv[0]);
         return 2;
     }
     a.bdf = argv[1];
     b.bdf = argv[2];
 
-    vfio_open(&a);
-    vfio_open(&b);
-    CHECK(a.group_id != b.group_id, "both VFs in IOMMU group %d", a.group_id);
+    if (a.raw) {
+        raw_open(&a);
+        raw_open(&b);
+    } else {
+        vfio_open(&a);
+        vfio_open(&b);
+        CHECK(a.group_id != b.group_id, "both VFs in IOMMU group %d",
+              a.group_id);
+    }
     bring_up(&a);
     bring_up(&b);
     CHECK(a.func != b.func && a.node == b.node, "functions %u/%u nodes %u/%u",
@@ -770,12 +846,14 @@ int main(int argc, char **argv)
      * out as MSI-X vector 0, through VFIO's eventfd. Drain the EQ (INIT_PORT
      * posted a port event) and re-arm it first.
      */
-    vfio_msix(&b);
+    if (!b.raw) {
+        vfio_msix(&b);
+    }
     while (next_eqe(&b, &eqe)) {
         ;
     }
     eq_arm(&b);
-    while (read(b.irqfd, &ev, sizeof(ev)) == sizeof(ev)) {
+    while (!b.raw && read(b.irqfd, &ev, sizeof(ev)) == sizeof(ev)) {
         ;
     }
     post_recv(&b, 10, b.iova + OFF_DATA + 0xc000, 2048);
@@ -796,6 +874,9 @@ int main(int argc, char **argv)
     say("NAP-indirect 1500 bytes A -> B: verified (receive CQE src_vf %u)",
         cqe.src_vf);
 
+    if (b.raw) {
+        goto nap_inline;
+    }
     pfd = (struct pollfd) { .fd = b.irqfd, .events = POLLIN };
     CHECK(poll(&pfd, 1, 10000) == 1, "B: no MSI-X interrupt within 10 s");
     CHECK(read(b.irqfd, &ev, sizeof(ev)) == sizeof(ev) && ev >= 1,
@@ -811,6 +892,7 @@ int main(int argc, char **argv)
     say("MSI-X vector 0 of B fired (%" PRIu64 " interrupt(s)), EQE COMP "
         "CQ 1; /proc/interrupts: %s", ev, line);
 
+nap_inline:
     /* NAP-immediate: the data travels inside the WQE. */
     fill(inl, sizeof(inl), 0x44);
     send_wqe(&a, CHPP_WQE_NAP, 4, 0, 0, 0, sizeof(inl), inl);
@@ -818,6 +900,13 @@ int main(int argc, char **argv)
     expect_cqe(&b, 1, CHPP_CQE_OP_RECV, 11, sizeof(inl), "NAP inline recv");
     check("NAP inline data at B", bdata + 0xc800, sizeof(inl), 0x44);
     say("NAP-immediate %zu bytes A -> B: verified", sizeof(inl));
+    if (a.raw) {
+        wr32(&a, CHPP_REG_RESET, CHPP_RESET_MAGIC);
+        wr32(&b, CHPP_REG_RESET, CHPP_RESET_MAGIC);
+        say("RESULT PASS PUT/GET/NAP between VF %u and VF %u without VFIO "
+            "(%.1f s)", a.func, b.func, (now_ms() - t0) / 1000.0);
+        return 0;
+    }
 
     /*
      * IOMMU fault: B's region MPT_FAULT names, as its one page, the
