@@ -25,6 +25,7 @@ MOD=/lib/modules/$(uname -r)
 say "kernel up, uptime $(up) s"
 
 insmod "$MOD/ib_core.ko" || finish FAIL "insmod ib_core"
+insmod "$MOD/ib_uverbs.ko" || finish FAIL "insmod ib_uverbs"   # ib_umem_* for chpp_hca
 VFS=""
 for d in /sys/bus/pci/devices/*; do
     [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0xc4a2 ] &&

@@ -162,7 +162,8 @@ if [ "$NESTED" = 1 ]; then
     ln -s busybox "$L2/bin/sh"
     cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
     install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
-    cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$CHPP_ROOT/guest-driver/chpp_hca.ko" \
+    cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$ROOT/lib/modules/$KVER/ib_uverbs.ko" \
+       "$CHPP_ROOT/guest-driver/chpp_hca.ko" \
        "$L2/lib/modules/$KVER/"
     (cd "$L2" && find . -print0 | LC_ALL=C sort -z |
         cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$ROOT/nested/l2.cpio.gz"

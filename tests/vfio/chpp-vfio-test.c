@@ -94,7 +94,7 @@ struct fn {
     uint64_t pa[AREA_LEN / 4096];
     int container, group, device;
     int group_id;
-    volatile uint8_t *bar0, *bar2;
+    volatile uint8_t *bar0, *bar2;  /* MMIO: volatile accesses */
     uint8_t *mem;           /* DMA area, IOVA iova.. */
     uint64_t iova;
     bool toggle;
@@ -147,16 +147,16 @@ static uint64_t dma(struct fn *f, size_t off)
     return f->raw ? f->pa[off / 4096] + off % 4096 : f->iova + off;
 }
 
-/* ---- registers ----------------------------------------------------------- */
+/* ---- registers --------------------------------------------------------- */
 
 static uint32_t rd32(struct fn *f, uint32_t off)
 {
-    return *(volatile uint32_t *)(f->bar0 + off);
+    return *(volatile uint32_t *)(f->bar0 + off); /* MMIO */
 }
 
 static void wr32(struct fn *f, uint32_t off, uint32_t v)
 {
-    *(volatile uint32_t *)(f->bar0 + off) = v;
+    *(volatile uint32_t *)(f->bar0 + off) = v; /* MMIO */
 }
 
 static void uar_wr32(struct fn *f, uint32_t off, uint32_t v)
@@ -168,6 +168,7 @@ static void uar_wr32(struct fn *f, uint32_t off, uint32_t v)
 static void uar_wr64(struct fn *f, uint32_t off, uint64_t v)
 {
     __sync_synchronize();
+    /* MMIO: one 64-bit volatile store */
     *(volatile uint64_t *)(f->bar2 + UAR * CHPP_UAR_PAGE_SIZE + off) = v;
 }
 
@@ -176,7 +177,7 @@ static uint32_t counter(struct fn *f, enum chpp_counter c)
     return rd32(f, CHPP_REG_CNT(c));
 }
 
-/* ---- HCR commands (polling, docs/commands.md) ------------------------------ */
+/* ---- HCR commands (polling, docs/commands.md) -------------------------- */
 
 static uint8_t cmd(struct fn *f, uint16_t op, uint64_t in, uint32_t mod,
                    uint64_t out)
@@ -237,7 +238,7 @@ static void cmd_out(struct fn *f, const char *what, uint16_t op, uint32_t mod,
     memcpy(p, f->mem + OFF_MBOX_OUT, len);
 }
 
-/* ---- VFIO ------------------------------------------------------------------- */
+/* ---- VFIO -------------------------------------------------------------- */
 
 static int sysfs_group(const char *bdf)
 {
@@ -270,6 +271,7 @@ static int group_members(int group)
     return n;
 }
 
+/* MMIO: accessed through volatile pointers */
 static volatile uint8_t *map_bar(struct fn *f, int index, uint64_t min)
 {
     struct vfio_region_info ri = { .argsz = sizeof(ri), .index = index };
@@ -410,7 +412,7 @@ static bool msix_remapped(struct fn *f, char *line, size_t len)
     return strstr(line, "IR-PCI-MSI") != NULL;  /* MSI and MSI-X alike */
 }
 
-/* ---- bring-up ------------------------------------------------------------- */
+/* ---- bring-up ---------------------------------------------------------- */
 
 static void write_mtt(struct fn *f, uint32_t first, const uint64_t *e,
                       uint32_t n)
@@ -563,7 +565,7 @@ static void qp_connect(struct fn *f, const struct fn *peer)
     cmd_in(f, "RTR2RTS_QP", CHPP_CMD_RTR2RTS_QP, QPN, &m, sizeof(m));
 }
 
-/* ---- work requests and completions ------------------------------------------ */
+/* ---- work requests and completions ------------------------------------- */
 
 static uint8_t *sq_slot(struct fn *f)
 {
@@ -644,7 +646,9 @@ static void poll_cq(struct fn *f, uint32_t cqn, struct chpp_cqe *out)
 {
     int64_t end = now_ms() + TIMEOUT_MS;
     uint32_t ci = f->cq_ci[cqn];
-    volatile struct chpp_cqe *e = (void *)(f->mem + (cqn ? OFF_CQ1 : OFF_CQ0) +
+    /* written by the device: volatile reads */
+    volatile struct chpp_cqe *e = (void *)(f->mem +
+                                           (cqn ? OFF_CQ1 : OFF_CQ0) +
                                            (ci % CQ_ENTRIES) * CHPP_CQE_SIZE);
     bool want = !((ci / CQ_ENTRIES) & 1);
 
@@ -674,6 +678,7 @@ static void expect_cqe(struct fn *f, uint32_t cqn, uint8_t opcode,
 /* Next EQE of @f's EQ 0, or false if none is valid. */
 static bool next_eqe(struct fn *f, struct chpp_eqe *out)
 {
+    /* written by the device: volatile reads */
     volatile struct chpp_eqe *e = (void *)(f->mem + OFF_EQ +
                                            (f->eq_ci % EQ_ENTRIES) *
                                            CHPP_EQE_SIZE);
@@ -773,7 +778,7 @@ static void raw_open(struct fn *f)
         f->name, f->bdf);
 }
 
-/* ---- the test --------------------------------------------------------------- */
+/* ---- the test ---------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
