@@ -5,6 +5,7 @@
 #   chpp.node=N       this guest's chpp-hca node id (1 or 2; LID = N + 1)
 #   chpp.mode=pair    two guests: traffic with the peer over the link
 #   chpp.mode=single  one guest: loopback traffic (QP connected to itself)
+#   chpp.mode=vfio    one guest with an IOMMU: VFs through VFIO (/vfio-init.sh)
 #   chpp.loops=K      load/unload chpp_hca K times before the traffic test
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
@@ -77,6 +78,10 @@ load_driver() {
     say "chpp0 port 1 $(port_state) lid $(cat /sys/class/infiniband/chpp0/ports/1/lid)" \
         "fw $(cat /sys/class/infiniband/chpp0/fw_ver)"
 }
+
+if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then
+    . /vfio-init.sh     # ends with finish
+fi
 
 if [ "$NOTEST" = 1 ]; then
     load_driver
