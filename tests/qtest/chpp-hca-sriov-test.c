@@ -45,11 +45,11 @@ static void test_capability(void)
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_NUM_VF) & 0xffff, ==, 0);
     chpp_pf_stop(p);
 
-    p = pf_start("sriov-max-vfs=3");
+    p = chpp_pf_start("sriov-max-vfs=3", NULL);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_TOTAL_VF) & 0xffff, ==, 3);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_INITIAL_VF) & 0xffff, ==,
                      3);
-    pf_stop(p);
+    chpp_pf_stop(p);
 
     /* sriov-max-vfs=0: no capability at all. */
     p = chpp_pf_start("sriov-max-vfs=0", NULL);
