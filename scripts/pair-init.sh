@@ -15,6 +15,10 @@
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
 #   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
 #                     the fault from the host while both nodes stream)
+#   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
+#                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
+#   chpp.sections=1   print chpp_hca's section addresses after each load
+#                     ("chpp-guest: section NAME ADDR", checked by gdb-guest-check.sh)
 #
 # Every result line starts with "chpp-guest:"; the last one is
 #   chpp-guest: RESULT PASS|FAIL <reason>
@@ -30,7 +34,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
 SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
-CUT=$(arg cut)
+KSYMS=$(arg ksyms); SECTIONS=$(arg sections); CUT=$(arg cut)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -46,6 +50,13 @@ finish() {
     poweroff -f
 }
 fail() { dmesg | grep -E 'chpp|infiniband|ib_core' | tail -n 40; finish FAIL "$*"; }
+
+# With nokaslr these addresses are the same in every boot of this kernel:
+# gdb-guest.sh keeps them to find the module list without vmlinux.
+if [ -n "$KSYMS" ]; then
+    awk -v want=",$KSYMS," 'NF == 3 && index(want, "," $3 ",") { print "chpp-ksym: " $0 }' /proc/kallsyms
+    finish PASS "kernel symbols"
+fi
 
 # Kernel modules in dependency order (pair.sh wrote the list).
 while read -r m; do
@@ -77,6 +88,11 @@ load_driver() {
     wait_active 60 || fail "port not ACTIVE: '$(port_state)'"
     say "chpp0 port 1 $(port_state) lid $(cat /sys/class/infiniband/chpp0/ports/1/lid)" \
         "fw $(cat /sys/class/infiniband/chpp0/fw_ver)"
+    if [ "$SECTIONS" = 1 ]; then
+        for f in /sys/module/chpp_hca/sections/.* /sys/module/chpp_hca/sections/*; do
+            [ -f "$f" ] && say "section ${f##*/} $(cat "$f")"
+        done
+    fi
 }
 
 if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then

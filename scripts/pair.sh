@@ -16,7 +16,10 @@
 #                     (the other guest's console goes to its log only)
 #   --notest          only load the driver (with --shell: a guest to play in)
 #   --trace           trace the devices: build/guest/pair-nodeN.trace
-#   --gdb N           guest N waits for gdb on tcp::1234 (kernel debugging)
+#   --gdb N           guest N starts stopped and waits for gdb on tcp::1234
+#                     (kernel debugging; scripts/gdb-guest.sh does it all)
+#   --gdb-addr A      where --gdb listens: a QEMU -gdb address
+#                     (default tcp::1234; e.g. unix:/tmp/g.sock,server=on,wait=off)
 #   --timeout SEC     kill the guests after SEC seconds (default 300)
 #   --cut             pair: add the link-cut stage: once both guests stream
 #                     RDMA writes, cut the link and drop every data frame
@@ -44,7 +47,8 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 TIMEOUT=300 IOMMU=0 VFIO=0 NESTED=0
+SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
+IOMMU=0 VFIO=0 NESTED=0
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
         --notest) NOTEST=1 ;;
         --trace) TRACE=1 ;;
         --gdb) GDB_NODE=$2; shift ;;
+        --gdb-addr) GDB_ADDR=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
         --kargs) KARGS=$2; shift ;;
@@ -215,7 +220,7 @@ qemu_cmd() {
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
     [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
-    [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb tcp::1234 -S)
+    [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb "$GDB_ADDR" -S)
     CMD+=("${EXTRA[@]}")
 }
 
