@@ -49,6 +49,9 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 			eqe->type);
 		chpp_qp_event(dev, eqe->event.qp.qpn, eqe->type);
 		break;
+	case CHPP_EVENT_VF_FLR:
+		chpp_vf_flr_event(dev, eqe->event.vf.vf);
+		break;
 	case CHPP_EVENT_EQ_OVERFLOW:
 		dev_err(d, "EQ %u overran: events were lost\n",
 			eqe->event.eq_overflow.eqn);
@@ -156,7 +159,9 @@ int chpp_eq_init(struct chpp_dev *dev)
 	dev->eq_hw = true;
 
 	err = chpp_cmd(dev, CHPP_CMD_MAP_EQ,
-		       CHPP_ASYNC_EVENTS | (1ull << CHPP_EVENT_CMD),
+		       CHPP_ASYNC_EVENTS | (1ull << CHPP_EVENT_CMD) |
+		       (dev->caps.flags & CHPP_DEV_CAP_FLAG_VF ?
+			0 : 1ull << CHPP_EVENT_VF_FLR),
 		       eq->eqn, 0, NULL);
 	if (err)
 		goto hw2sw;

@@ -247,6 +247,11 @@ int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 		  struct chpp_buf *buf);
 void chpp_qp_user_redoorbell(struct work_struct *work);
 
+/* chpp_sriov.c */
+int chpp_sriov_configure(struct pci_dev *pdev, int num_vfs);
+void chpp_sriov_disable(struct chpp_dev *dev);
+void chpp_vf_flr_event(struct chpp_dev *dev, u32 vf);
+
 /* chpp_ib.c */
 int chpp_ib_register(struct chpp_dev *dev);
 void chpp_ib_unregister(struct chpp_dev *dev);

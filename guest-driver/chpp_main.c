@@ -176,6 +176,7 @@ static void chpp_remove(struct pci_dev *pdev)
 	struct chpp_dev *dev = pci_get_drvdata(pdev);
 	u32 errs;
 
+	chpp_sriov_disable(dev);	/* VFs go before the PF that owns them */
 	chpp_ib_unregister(dev);
 	errs = chpp_rd(dev, CHPP_REG_CNT(CHPP_CNT_GUEST_ERRORS));
 	if (errs)
@@ -199,6 +200,7 @@ static struct pci_driver chpp_driver = {
 	.id_table = chpp_ids,
 	.probe = chpp_probe,
 	.remove = chpp_remove,
+	.sriov_configure = chpp_sriov_configure,
 };
 module_pci_driver(chpp_driver);
 

@@ -436,26 +436,31 @@ static void *chpp_wqe(struct chpp_wq *wq, u32 i)
 
 static int chpp_wqe_opcode(enum ib_wr_opcode op, u8 type)
 {
-	switch (op) {
-	case IB_WR_SEND: return CHPP_WQE_SEND;
-	case IB_WR_SEND_WITH_IMM: return CHPP_WQE_SEND_IMM;
-	default: break;
-	}
-	if (type == CHPP_QPT_UD)
-		return -1;
-	switch (op) {
-	case IB_WR_RDMA_WRITE: return CHPP_WQE_PUT;
-	case IB_WR_RDMA_WRITE_WITH_IMM: return CHPP_WQE_PUT_IMM;
-	default: break;
-	}
-	if (type != CHPP_QPT_RC)
-		return -1;
-	switch (op) {
-	case IB_WR_RDMA_READ: return CHPP_WQE_GET;
-	case IB_WR_ATOMIC_CMP_AND_SWP: return CHPP_WQE_ATOMIC_CS;
-	case IB_WR_ATOMIC_FETCH_AND_ADD: return CHPP_WQE_ATOMIC_FA;
-	default: return -1;
-	}
+	/* Which opcodes each service type may use: docs/work-requests.md. */
+#define ANY_QPT (BIT(CHPP_QPT_RC) | BIT(CHPP_QPT_UC) | BIT(CHPP_QPT_UD))
+	static const struct {
+		enum ib_wr_opcode op;
+		int wqe;
+		u8 types;	/* BIT(CHPP_QPT_*) */
+	} map[] = {
+		{ IB_WR_SEND, CHPP_WQE_SEND, ANY_QPT },
+		{ IB_WR_SEND_WITH_IMM, CHPP_WQE_SEND_IMM, ANY_QPT },
+		{ IB_WR_RDMA_WRITE, CHPP_WQE_PUT,
+		  BIT(CHPP_QPT_RC) | BIT(CHPP_QPT_UC) },
+		{ IB_WR_RDMA_WRITE_WITH_IMM, CHPP_WQE_PUT_IMM,
+		  BIT(CHPP_QPT_RC) | BIT(CHPP_QPT_UC) },
+		{ IB_WR_RDMA_READ, CHPP_WQE_GET, BIT(CHPP_QPT_RC) },
+		{ IB_WR_ATOMIC_CMP_AND_SWP, CHPP_WQE_ATOMIC_CS, BIT(CHPP_QPT_RC) },
+		{ IB_WR_ATOMIC_FETCH_AND_ADD, CHPP_WQE_ATOMIC_FA,
+		  BIT(CHPP_QPT_RC) },
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (map[i].op == op)
+			return (map[i].types & BIT(type)) ? map[i].wqe : -1;
+	return -1;
+#undef ANY_QPT
 }
 
 static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,

@@ -67,6 +67,10 @@ struct ct {
 };
 
 static struct ct ct;
+
+static char *ct_ibdev_name;
+module_param_named(ibdev, ct_ibdev_name, charp, 0444);
+MODULE_PARM_DESC(ibdev, "ib device to test (default: the first chpp device)");
 static DEFINE_MUTEX(ct_mutex);
 static struct dentry *ct_dir;
 
@@ -579,7 +583,9 @@ static void ct_port_event(struct ib_event_handler *h, struct ib_event *ev)
 
 static int ct_add(struct ib_device *ibdev)
 {
-	if (strncmp(dev_name(&ibdev->dev), "chpp", 4))
+	if (strncmp(dev_name(&ibdev->dev), "chpp", 4) ||
+	    (ct_ibdev_name && *ct_ibdev_name &&
+	     strcmp(dev_name(&ibdev->dev), ct_ibdev_name)))
 		return -EOPNOTSUPP;
 	mutex_lock(&ct_mutex);
 	if (!ct.ibdev) {

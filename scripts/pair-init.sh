@@ -5,6 +5,7 @@
 #   chpp.node=N       this guest's chpp-hca node id (1 or 2; LID = N + 1)
 #   chpp.mode=pair    two guests: traffic with the peer over the link
 #   chpp.mode=single  one guest: loopback traffic (QP connected to itself)
+#   chpp.mode=vfio    one guest with an IOMMU: VFs through VFIO (/vfio-init.sh)
 #   chpp.loops=K      load/unload chpp_hca K times before the traffic test
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
@@ -67,14 +68,14 @@ if [ -n "$IP" ]; then
     ip addr add "$IP/24" dev eth0 && ip link set eth0 up || fail "control network"
 fi
 
-port_state() { cat /sys/class/infiniband/chpp0/ports/1/state 2>/dev/null; }
+port_state() { cat "/sys/class/infiniband/${1:-chpp0}/ports/1/state" 2>/dev/null; }
 
 # Wait until the ib device exists with its port ACTIVE (the link may come
 # up some seconds after the peer QEMU starts).
 wait_active() {
     w=0
     while [ $w -lt "$1" ]; do
-        case "$(port_state)" in *ACTIVE*) return 0 ;; esac
+        case "$(port_state "${2:-chpp0}")" in *ACTIVE*) return 0 ;; esac
         sleep 1; w=$((w + 1))
     done
     return 1
@@ -93,6 +94,10 @@ load_driver() {
         done
     fi
 }
+
+if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then
+    . /vfio-init.sh     # ends with finish
+fi
 
 if [ "$NOTEST" = 1 ]; then
     load_driver
@@ -218,6 +223,53 @@ if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
     CUTRES="; link cut: $(echo "$SRES" | sed 's/ err=.*//'), port down/up, traffic again"
 fi
 
+# SR-IOV: VFs enabled and disabled repeatedly through sriov_numvfs (each VF
+# an ib device of its own, with LID (vf << 12 | node) + 1), then the kernel
+# traffic test on VF 1: to itself (single) or to the peer's VF 1 (pair).
+dmesg -c >/dev/null
+load_driver
+PFBDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
+NUMVFS=/sys/bus/pci/devices/$PFBDF/sriov_numvfs
+for round in 1 2; do
+    echo 3 >"$NUMVFS" || fail "enable 3 VFs (round $round)"
+    for vf in 1 2 3; do
+        wait_active 60 "chpp$vf" || fail "chpp$vf not ACTIVE (round $round)"
+        lid=$(cat "/sys/class/infiniband/chpp$vf/ports/1/lid")
+        [ "$((lid))" = "$(((vf << 12 | NODE) + 1))" ] ||
+            fail "chpp$vf: LID $lid, want (VF $vf << 12 | node $NODE) + 1"
+    done
+    echo 0 >"$NUMVFS" || fail "disable VFs (round $round)"
+    [ -e /sys/class/infiniband/chpp1 ] && fail "chpp1 still present after disabling VFs"
+    say "VFs: 3 enabled and disabled (round $round)"
+done
+echo 1 >"$NUMVFS" || fail "enable 1 VF"
+wait_active 60 chpp1 || fail "chpp1 not ACTIVE"
+insmod "$MODDIR/chpp_test.ko" ibdev=chpp1 || fail "insmod chpp_test ibdev=chpp1"
+if [ "$MODE" = pair ]; then
+    connect_peer vfinfo
+else
+    echo setup >"$CT/ctl" || fail "test setup (VF)"
+    echo "connect self" >"$CT/ctl" || fail "connect self (VF)"
+fi
+echo run >"$CT/ctl"
+VRES=$(cat "$CT/result")
+say "VF traffic: $VRES"
+case "$VRES" in PASS*) ;; *) fail "VF traffic: $VRES" ;; esac
+if [ "$MODE" = pair ]; then
+    echo vfdone >/www/vfdone
+    fetch vfdone 120 || fail "peer never finished the VF stage"
+fi
+echo teardown >"$CT/ctl"
+rmmod chpp_test || fail "rmmod chpp_test (VF)"
+# PF removal with a VF present: the driver disables the VFs first.
+rmmod chpp_hca || fail "rmmod chpp_hca with a VF enabled"
+[ -e /sys/class/infiniband/chpp1 ] && fail "chpp1 still present after removing the PF driver"
+[ "$(cat "$NUMVFS")" = 0 ] || fail "VFs left enabled after removing the PF driver"
+if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
+    fail "kernel log has warnings or device errors (VF stage)"
+fi
+VFSTAGE="; VFs enabled/disabled x2, VF traffic $(echo "$VRES" | sed -n 's/^PASS \(node [0-9]* <-> node [0-9]*\).*/\1/p')"
+
 # A fresh driver instance for user-space (OS-bypass) access through uverbs,
 # loopback on this node. Its isolation check makes the device refuse one
 # doorbell on purpose: exactly one "doorbell refused" line is expected.
@@ -250,4 +302,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind${CUTRES:-}"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind${CUTRES:-}${VFSTAGE:-}"

@@ -27,6 +27,18 @@
 #   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
+#   --iommu           q35 with an emulated Intel IOMMU (interrupt remapping,
+#                     caching mode), the guest kernel with intel_iommu=on
+#                     iommu=pt, and the vfio modules in the initramfs
+#   --vfio            one guest with --iommu: enable VFs with sriov_numvfs
+#                     (bound by chpp_hca, then by vfio-pci) and run the VFIO
+#                     test program tests/vfio/chpp-vfio-test.c on two VFs
+#                     (docs/vfio-passthrough.md)
+#   --nested          as --vfio, but the two VFs go to a nested guest: the
+#                     first guest runs this QEMU (with its libraries and
+#                     firmware) under TCG with -device vfio-pci for each VF,
+#                     booting the same kernel and chpp_hca (scripts/nested.sh;
+#                     slow: tens of minutes)
 #
 # Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log). Monitors (HMP, e.g. for fault
 # injection with qom-set /machine/peripheral/hca0 fault-cut true):
@@ -36,12 +48,16 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
+IOMMU=0 VFIO=0 NESTED=0
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --single) SINGLE=1 ;;
         --cut) CUT=1 ;;
+        --iommu) IOMMU=1 ;;
+        --vfio) VFIO=1; IOMMU=1; SINGLE=1 ;;
+        --nested) NESTED=1; VFIO=1; IOMMU=1; SINGLE=1 ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -80,6 +96,10 @@ trap cleanup EXIT
 
 MODE=pair
 [ "$SINGLE" = 1 ] && MODE=single
+[ "$VFIO" = 1 ] && MODE=vfio
+[ "$NESTED" = 1 ] && MODE=nested
+MEM=512M
+[ "$NESTED" = 1 ] && MEM=1536M    # the nested guest's 256M are pinned by VFIO
 LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
 
 # --- the driver, built against the guest kernel ---------------------------------
@@ -94,6 +114,9 @@ flock "$GUEST/driver-build.lock" \
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
 WANT=(ib_core ib_uverbs virtio_pci virtio_net)
+# VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
+# the initramfs has no modprobe database).
+[ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
 declare -A SEEN=()
 ORDER=()
 add_mod() {
@@ -124,6 +147,40 @@ for m in "${ORDER[@]}"; do
 done
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"
+if [ "$VFIO" = 1 ]; then
+    # The VFIO test program, static so that it runs on busybox alone.
+    gcc -static -O2 -Wall -Werror -I"$CHPP_ROOT/include" \
+        -o "$ROOT/bin/chpp-vfio-test" "$CHPP_ROOT/tests/vfio/chpp-vfio-test.c" ||
+        chpp_die "building tests/vfio/chpp-vfio-test.c failed"
+    install -m 0755 "$CHPP_ROOT/scripts/vfio-init.sh" "$ROOT/vfio-init.sh"
+fi
+if [ "$NESTED" = 1 ]; then
+    # The nested guest's world: this QEMU (stripped) with the libraries it
+    # links (same paths), its firmware, the kernel and the nested initramfs.
+    mkdir -p "$ROOT/nested/fw" "$ROOT/lib64"
+    strip -o "$ROOT/nested/qemu-system-x86_64" "$QEMU"
+    for lib in $(ldd "$QEMU" | grep -o '/[^ ]*'); do
+        mkdir -p "$ROOT$(dirname "$lib")"
+        cp -L "$lib" "$ROOT$lib"
+    done
+    FW="$CHPP_QEMU_BUILD/qemu-bundle/usr/local/share/qemu"
+    for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin; do
+        cp -L "$FW/$f" "$ROOT/nested/fw/$f"
+    done
+    cp "$KERNEL" "$ROOT/nested/vmlinuz"
+    install -m 0644 "$CHPP_ROOT/scripts/nested-l1.sh" "$ROOT/nested-l1.sh"
+    L2="$RUN/l2"
+    mkdir -p "$L2"/{bin,dev,proc,sys,tmp} "$L2/lib/modules/$KVER"
+    cp /bin/busybox "$L2/bin/busybox"
+    ln -s busybox "$L2/bin/sh"
+    cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
+    install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
+    cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$ROOT/lib/modules/$KVER/ib_uverbs.ko" \
+       "$CHPP_ROOT/guest-driver/chpp_hca.ko" \
+       "$L2/lib/modules/$KVER/"
+    (cd "$L2" && find . -print0 | LC_ALL=C sort -z |
+        cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$ROOT/nested/l2.cpio.gz"
+fi
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
 chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test + chpp-uverbs-test"
@@ -134,15 +191,22 @@ NODES=(1 2)
 qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
     append="console=ttyS0 quiet panic=-1 chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
+    [ "$IOMMU" = 1 ] && append="$append intel_iommu=on iommu=pt"
     [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
     [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
-    CMD=("$QEMU" -M q35 -accel tcg -m 512M -nographic -no-reboot
+    CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
-         -monitor "unix:$RUN/mon$n.sock,server=on,wait=off"
-         -device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
+         -monitor "unix:$RUN/mon$n.sock,server=on,wait=off")
+    if [ "$IOMMU" = 1 ]; then
+        # The IOMMU comes before the devices it translates for. With KVM,
+        # interrupt remapping needs kernel-irqchip=split; TCG ignores it.
+        CMD[2]=q35,kernel-irqchip=split
+        CMD+=(-device intel-iommu,intremap=on,caching-mode=on)
+    fi
+    CMD+=(-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
     if [ "$SINGLE" = 1 ]; then
         CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n$DEVARGS")
     else
@@ -175,7 +239,7 @@ for n in "${NODES[@]}"; do
     QPID[$n]=$!
     # Live progress: the guest's result lines, prefixed with the node.
     tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
-        grep --line-buffered -aE 'chpp-guest:|chpp_test:|chpp-uverbs:|chpp_hca .*(port|interrupt|fw)' |
+        grep --line-buffered -aE 'chpp-guest:|chpp-vfio:|chpp-l2:|chpp_test:|chpp-uverbs:|chpp_hca .*(port|interrupt|fw)' |
         sed -u "s/\r//g; s/^/[node$n] /" &
     sleep 0.5   # node 1 creates the link socket
 done

@@ -8,6 +8,8 @@
 #   (b) install the build, firmware and guest packages (apt-get update only
 #       when deb-src indexes or packages are missing)
 #   (c) fetch QEMU 7.2 with `apt-get source qemu` into build/src/
+#   (d) extract the kernel's checkpatch.pl from Debian's linux-source-6.1
+#       package (downloaded, not installed) into build/tools/kernel-checkpatch/
 #
 # Runs as root; uses sudo for the system steps when started as another user.
 set -euo pipefail
@@ -124,6 +126,27 @@ fetch_qemu_source() {
     esac
 }
 
+# --- (d) the kernel's checkpatch, for guest-driver/ -------------------------------
+# linux-headers-amd64 does not ship scripts/checkpatch.pl; the source package
+# of the same kernel series does. Only three files of it are kept.
+fetch_kernel_checkpatch() {
+    local dir="$CHPP_BUILD/tools/kernel-checkpatch" tmp
+    [ -x "$dir/checkpatch.pl" ] && return 0
+    chpp_log "extracting the kernel's checkpatch.pl from linux-source-6.1"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -q linux-source-6.1 >download.log 2>&1) ||
+        { cat "$tmp/download.log" >&2; rm -rf "$tmp"; chpp_die "apt-get download linux-source-6.1 failed"; }
+    dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
+        tar -xO ./usr/src/linux-source-6.1.tar.xz |
+        tar -xJ -C "$tmp" --wildcards 'linux-source-6.1/scripts/checkpatch.pl' \
+            'linux-source-6.1/scripts/spelling.txt' \
+            'linux-source-6.1/scripts/const_structs.checkpatch'
+    mkdir -p "$dir"
+    mv "$tmp"/linux-source-6.1/scripts/* "$dir/"
+    rm -rf "$tmp"
+}
+
 enable_deb_src
 install_packages
 fetch_qemu_source
+fetch_kernel_checkpatch

@@ -80,7 +80,7 @@ fail:
 void chpp_close(struct chpp_uctx *c)
 {
 	if (c->uar)
-		munmap((void *)c->uar, CHPP_UAR_PAGE_SIZE);
+		munmap(c->uar, CHPP_UAR_PAGE_SIZE);
 	close(c->async_fd);
 	close(c->fd);
 	c->fd = -1;
@@ -522,9 +522,9 @@ int chpp_post_send(struct chpp_uctx *c, struct chpp_uqp *qp,
 	}
 	qp->sq.head++;
 	db_barrier();
-	*(volatile uint32_t *)(c->uar + CHPP_UAR_SQ_DB) =
-		(qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
-		(qp->sq.head & CHPP_UAR_DB_PI_MASK);
+	chpp_mmio_write32(c->uar + CHPP_UAR_SQ_DB,
+			  (qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
+			  (qp->sq.head & CHPP_UAR_DB_PI_MASK));
 	return 0;
 }
 
@@ -547,19 +547,20 @@ int chpp_post_recv(struct chpp_uctx *c, struct chpp_uqp *qp, uint64_t wr_id,
 	}
 	qp->rq.head++;
 	db_barrier();
-	*(volatile uint32_t *)(c->uar + CHPP_UAR_RQ_DB) =
-		(qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
-		(qp->rq.head & CHPP_UAR_DB_PI_MASK);
+	chpp_mmio_write32(c->uar + CHPP_UAR_RQ_DB,
+			  (qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
+			  (qp->rq.head & CHPP_UAR_DB_PI_MASK));
 	return 0;
 }
 
 static void cq_doorbell(struct chpp_uctx *c, struct chpp_ucq *cq, uint32_t cmd)
 {
 	/* One 64-bit store: the device refuses a CQ doorbell split in two. */
-	*(volatile uint64_t *)(c->uar + CHPP_UAR_CQ_DB) =
-		(cq->cqn & CHPP_CQ_DB_CQN_MASK) |
-		((uint64_t)cmd << CHPP_CQ_DB_CMD_SHIFT) |
-		((uint64_t)(cq->ci & CHPP_CQ_DB_CI_MASK) << CHPP_CQ_DB_CI_SHIFT);
+	chpp_mmio_write64(c->uar + CHPP_UAR_CQ_DB,
+			  (cq->cqn & CHPP_CQ_DB_CQN_MASK) |
+			  ((uint64_t)cmd << CHPP_CQ_DB_CMD_SHIFT) |
+			  ((uint64_t)(cq->ci & CHPP_CQ_DB_CI_MASK) <<
+			   CHPP_CQ_DB_CI_SHIFT));
 }
 
 int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq, struct chpp_cqe *out,
@@ -568,13 +569,14 @@ int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq, struct chpp_cqe *out,
 	int n = 0;
 
 	while (n < max) {
-		volatile struct chpp_cqe *e = &cq->ring[cq->ci & (cq->n - 1)];
+		struct chpp_cqe *e = &cq->ring[cq->ci & (cq->n - 1)];
 		int phase = ((cq->ci / cq->n) & 1) ^ 1;
+		/* The device writes the owner byte last: read it first. */
+		uint8_t owner = __atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
 
-		if (!!(e->owner & CHPP_CQE_OWNER) != phase)
+		if (!!(owner & CHPP_CQE_OWNER) != phase)
 			break;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* owner, then body */
-		memcpy(&out[n], (const void *)e, sizeof(out[n]));
+		memcpy(&out[n], e, sizeof(out[n]));
 		cq->ci++;
 		n++;
 	}

@@ -43,7 +43,7 @@ enum {
 struct chpp_uctx {
 	int fd;				/* /dev/infiniband/uverbsN */
 	int async_fd;
-	volatile uint8_t *uar;		/* the context's UAR page */
+	uint8_t *uar;			/* the context's UAR page */
 	struct chpp_alloc_ucontext_resp info;
 };
 
@@ -91,6 +91,17 @@ struct chpp_usend {
 	const struct chpp_usge *sg;
 	int num_sge;
 };
+
+/* Doorbell stores: one store of exactly this width (the page is uncached). */
+static inline void chpp_mmio_write32(uint8_t *addr, uint32_t val)
+{
+	__atomic_store_n((uint32_t *)addr, val, __ATOMIC_RELEASE);
+}
+
+static inline void chpp_mmio_write64(uint8_t *addr, uint64_t val)
+{
+	__atomic_store_n((uint64_t *)addr, val, __ATOMIC_RELEASE);
+}
 
 int chpp_open(struct chpp_uctx *c, const char *dev);
 void chpp_close(struct chpp_uctx *c);

@@ -96,7 +96,7 @@ static struct chpp_cqe expect_recv(const char *what, uint64_t wr_id,
 	return e;
 }
 
-static void fill(uint8_t *p, size_t n, unsigned seed)
+static void fill(uint8_t *p, size_t n, unsigned int seed)
 {
 	size_t i;
 
@@ -403,9 +403,9 @@ static void test_isolation(void)
 	/* Post for real (rings our own page), then replay it from the other. */
 	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post PUT");
 	expect_send_ok("own doorbell", 0x5c);
-	*(volatile uint32_t *)(other.uar + CHPP_UAR_SQ_DB) =
-		(qp.qpn << CHPP_UAR_DB_QPN_SHIFT) |
-		((qp.sq.head + 1) & CHPP_UAR_DB_PI_MASK);
+	chpp_mmio_write32(other.uar + CHPP_UAR_SQ_DB,
+			  (qp.qpn << CHPP_UAR_DB_QPN_SHIFT) |
+			  ((qp.sq.head + 1) & CHPP_UAR_DB_PI_MASK));
 	nanosleep(&d, NULL);
 	CHECK(chpp_poll_cq(&ctx, &scq, &e, 1) == 0,
 	      "a foreign context's doorbell started WQEs of this QP");

@@ -86,9 +86,14 @@ void chpp_sriov_init_pf(ChppHcaState *s)
         return;
     }
     pcie_ari_init(pdev, CHPP_PCI_EXT_CAP_ARI, 0);
+    /*
+     * InitialVFs = TotalVFs: without VF Migration the SR-IOV specification
+     * requires it, and Linux refuses to enable VFs otherwise (-EIO).
+     */
     pcie_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV, TYPE_CHPP_HCA_VF,
-                       s->params.vf_device_id, 0, s->params.sriov_max_vfs,
-                       CHPP_VF_OFFSET, CHPP_VF_STRIDE);
+                       s->params.vf_device_id, s->params.sriov_max_vfs,
+                       s->params.sriov_max_vfs, CHPP_VF_OFFSET,
+                       CHPP_VF_STRIDE);
     pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_REGS,
                               PCI_BASE_ADDRESS_MEM_TYPE_64, CHPP_BAR0_SIZE);
     pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_UAR,

@@ -31,6 +31,11 @@ static void test_capability(void)
                     PCI_EXT_CAP_ID_ACS);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_TOTAL_VF) & 0xffff, ==,
                      CHPP_MAX_VFS);
+    /* No VF Migration, so InitialVFs must equal TotalVFs (Linux checks). */
+    g_assert_cmphex(cfg_rd(p, 0, SRIOV + PCI_SRIOV_CAP) & PCI_SRIOV_CAP_VFM,
+                    ==, 0);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_INITIAL_VF) & 0xffff, ==,
+                     CHPP_MAX_VFS);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_OFFSET) & 0xffff, ==,
                      CHPP_VF_OFFSET);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_STRIDE) & 0xffff, ==,
@@ -38,6 +43,12 @@ static void test_capability(void)
     g_assert_cmphex(cfg_rd(p, 0, SRIOV + PCI_SRIOV_VF_DID) & 0xffff, ==,
                     CHPP_PCI_DEVICE_ID_VF);
     g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_NUM_VF) & 0xffff, ==, 0);
+    chpp_pf_stop(p);
+
+    p = chpp_pf_start("sriov-max-vfs=3", NULL);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_TOTAL_VF) & 0xffff, ==, 3);
+    g_assert_cmpuint(cfg_rd(p, 0, SRIOV + PCI_SRIOV_INITIAL_VF) & 0xffff, ==,
+                     3);
     chpp_pf_stop(p);
 
     /* sriov-max-vfs=0: no capability at all. */
