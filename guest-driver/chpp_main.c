@@ -75,7 +75,11 @@ static void chpp_hw_down(struct chpp_dev *dev)
 	chpp_reset(dev);
 }
 
-static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+/*
+ * Everything but the PCI resources: run by probe, and again after a reset of
+ * the function (reset_done), with a new chpp_dev each time.
+ */
+static int chpp_setup(struct pci_dev *pdev)
 {
 	struct chpp_dev *dev;
 	u32 magic, abi, link;
@@ -87,24 +91,10 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev->pdev = pdev;
 	mutex_init(&dev->cmd_mutex);
 	init_completion(&dev->cmd_done);
-	pci_set_drvdata(pdev, dev);
-
-	err = pcim_enable_device(pdev);
-	if (err)
-		goto free_dev;
-	err = pcim_iomap_regions(pdev, BIT(CHPP_BAR_REGS) | BIT(CHPP_BAR_UAR),
-				 DRV_NAME);
-	if (err)
-		goto free_dev;
 	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
 	dev->uar_base = pcim_iomap_table(pdev)[CHPP_BAR_UAR];
 	dev->uar = dev->uar_base + CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;
 	dev->uar_phys = pci_resource_start(pdev, CHPP_BAR_UAR);
-	if (pci_resource_len(pdev, CHPP_BAR_REGS) < CHPP_BAR0_SIZE) {
-		dev_err(&pdev->dev, "BAR0 too small\n");
-		err = -ENODEV;
-		goto free_dev;
-	}
 
 	magic = chpp_rd(dev, CHPP_REG_MAGIC);
 	abi = chpp_rd(dev, CHPP_REG_ABI_VERSION);
@@ -115,10 +105,6 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto free_dev;
 	}
 	chpp_reset(dev);
-
-	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
-	if (err)
-		goto free_dev;
 	pci_set_master(pdev);
 
 	err = chpp_query_caps(dev);
@@ -146,9 +132,10 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto down;
 	dev->port_open = true;
 
+	pci_set_drvdata(pdev, dev);
 	err = chpp_ib_register(dev);
 	if (err)
-		goto down;
+		goto drvdata;
 
 	link = chpp_rd(dev, CHPP_REG_LINK);
 	dev_info(&pdev->dev, "%s: node %u LID %u, link %s%s (peer node %u)\n",
@@ -159,6 +146,8 @@ static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 link >> CHPP_LINK_PEER_SHIFT);
 	return 0;
 
+drvdata:
+	pci_set_drvdata(pdev, NULL);
 down:
 	chpp_hw_down(dev);
 res:
@@ -171,12 +160,12 @@ free_dev:
 	return err;
 }
 
-static void chpp_remove(struct pci_dev *pdev)
+/* The reverse of chpp_setup; the PCI resources stay. */
+static void chpp_teardown(struct chpp_dev *dev)
 {
-	struct chpp_dev *dev = pci_get_drvdata(pdev);
+	struct pci_dev *pdev = dev->pdev;
 	u32 errs;
 
-	chpp_sriov_disable(dev);	/* VFs go before the PF that owns them */
 	chpp_ib_unregister(dev);
 	errs = chpp_rd(dev, CHPP_REG_CNT(CHPP_CNT_GUEST_ERRORS));
 	if (errs)
@@ -185,8 +174,71 @@ static void chpp_remove(struct pci_dev *pdev)
 	chpp_hw_down(dev);
 	pci_clear_master(pdev);
 	chpp_res_cleanup(dev);
+	pci_set_drvdata(pdev, NULL);
 	ib_dealloc_device(&dev->ibdev);
 }
+
+static int chpp_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	int err;
+
+	err = pcim_enable_device(pdev);
+	if (err)
+		return err;
+	err = pcim_iomap_regions(pdev, BIT(CHPP_BAR_REGS) | BIT(CHPP_BAR_UAR),
+				 DRV_NAME);
+	if (err)
+		return err;
+	if (pci_resource_len(pdev, CHPP_BAR_REGS) < CHPP_BAR0_SIZE) {
+		dev_err(&pdev->dev, "BAR0 too small\n");
+		return -ENODEV;
+	}
+	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		return err;
+	return chpp_setup(pdev);
+}
+
+static void chpp_remove(struct pci_dev *pdev)
+{
+	struct chpp_dev *dev = pci_get_drvdata(pdev);
+
+	if (!dev)
+		return;		/* the bring-up after a reset failed */
+	chpp_sriov_disable(dev);	/* VFs go before the PF that owns them */
+	chpp_teardown(dev);
+}
+
+/*
+ * A reset of the function while bound (sysfs reset, a VF FLR): the device
+ * forgets everything, so the driver tears down first and starts over after.
+ */
+static void chpp_reset_prepare(struct pci_dev *pdev)
+{
+	struct chpp_dev *dev = pci_get_drvdata(pdev);
+
+	if (!dev)
+		return;
+	dev_info(&pdev->dev, "function reset: tearing down\n");
+	chpp_sriov_disable(dev);
+	chpp_teardown(dev);
+}
+
+static void chpp_reset_done(struct pci_dev *pdev)
+{
+	int err = chpp_setup(pdev);
+
+	if (err)
+		dev_err(&pdev->dev, "bring-up after the reset failed (%d): unbind and bind to retry\n",
+			err);
+	else
+		dev_info(&pdev->dev, "function reset: up again\n");
+}
+
+static const struct pci_error_handlers chpp_err_handlers = {
+	.reset_prepare = chpp_reset_prepare,
+	.reset_done = chpp_reset_done,
+};
 
 static const struct pci_device_id chpp_ids[] = {
 	{ PCI_DEVICE(CHPP_PCI_VENDOR_ID, CHPP_PCI_DEVICE_ID_PF) },
@@ -200,6 +252,7 @@ static struct pci_driver chpp_driver = {
 	.id_table = chpp_ids,
 	.probe = chpp_probe,
 	.remove = chpp_remove,
+	.err_handler = &chpp_err_handlers,
 	.sriov_configure = chpp_sriov_configure,
 };
 module_pci_driver(chpp_driver);

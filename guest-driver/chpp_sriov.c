@@ -58,6 +58,8 @@ int chpp_sriov_configure(struct pci_dev *pdev, int num_vfs)
 	struct chpp_dev *dev = pci_get_drvdata(pdev);
 	int err;
 
+	if (!dev)
+		return -ENODEV;	/* the bring-up after a reset failed */
 	if (dev->caps.flags & CHPP_DEV_CAP_FLAG_VF)
 		return -EOPNOTSUPP;
 	if (!num_vfs) {

@@ -259,6 +259,19 @@ if [ "$MODE" = pair ]; then
     echo vfdone >/www/vfdone
     fetch vfdone 120 || fail "peer never finished the VF stage"
 fi
+# Reset VF 1 (an FLR) with chpp_hca and chpp_test bound to it: the driver
+# tears down and comes back, the PF is told by a VF_FLR event, and chpp_test
+# gets the new chpp1 and moves data on it again.
+VFBDF=$(basename "$(readlink "/sys/bus/pci/devices/$PFBDF/virtfn0")")
+echo 1 >"/sys/bus/pci/devices/$VFBDF/reset" || fail "reset VF $VFBDF"
+wait_active 60 chpp1 || fail "chpp1 not ACTIVE after its reset"
+dmesg | grep -q "$VFBDF: function reset: up again" || fail "VF $VFBDF did not come back from its reset"
+dmesg | grep -q "$PFBDF: VF 1 was reset (FLR)" || fail "the PF saw no VF_FLR event"
+echo setup >"$CT/ctl" || fail "test setup (VF after reset)"
+echo "connect self" >"$CT/ctl" || fail "connect self (VF after reset)"
+echo run >"$CT/ctl"
+case "$(cat "$CT/result")" in PASS*) ;; *) fail "VF traffic after its reset: $(cat "$CT/result")" ;; esac
+say "VF reset with the driver bound: back up, traffic OK"
 echo teardown >"$CT/ctl"
 rmmod chpp_test || fail "rmmod chpp_test (VF)"
 # PF removal with a VF present: the driver disables the VFs first.
@@ -268,7 +281,7 @@ rmmod chpp_hca || fail "rmmod chpp_hca with a VF enabled"
 if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
     fail "kernel log has warnings or device errors (VF stage)"
 fi
-VFSTAGE="; VFs enabled/disabled x2, VF traffic $(echo "$VRES" | sed -n 's/^PASS \(node [0-9]* <-> node [0-9]*\).*/\1/p')"
+VFSTAGE="; VFs enabled/disabled x2, VF reset, VF traffic $(echo "$VRES" | sed -n 's/^PASS \(node [0-9]* <-> node [0-9]*\).*/\1/p')"
 
 # A fresh driver instance for user-space (OS-bypass) access through uverbs,
 # loopback on this node. Its isolation check makes the device refuse one
@@ -289,6 +302,11 @@ echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/unbind || fail "unbind $BDF"
 echo "$BDF" >/sys/bus/pci/drivers/chpp_hca/bind || fail "bind $BDF"
 wait_active 60 || fail "port not ACTIVE after bind: '$(port_state)'"
 say "unbind/bind $BDF OK"
+# Reset the PF with the driver bound (sysfs reset: an FLR).
+echo 1 >"/sys/bus/pci/devices/$BDF/reset" || fail "reset $BDF"
+wait_active 60 || fail "port not ACTIVE after the PF reset: '$(port_state)'"
+dmesg | grep -q "$BDF: function reset: up again" || fail "PF did not come back from its reset"
+say "PF reset with the driver bound OK"
 rmmod chpp_hca || fail "rmmod chpp_hca (after uverbs)"
 [ "$(dmesg | grep -c 'doorbell refused')" = 1 ] ||
     fail "want exactly one refused doorbell (the isolation check)"
@@ -302,4 +320,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind${CUTRES:-}${VFSTAGE:-}"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}"
