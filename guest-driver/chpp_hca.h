@@ -243,6 +243,8 @@ int chpp_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
 void chpp_dealloc_ucontext(struct ib_ucontext *ibuc);
 int chpp_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void chpp_mmap_free(struct rdma_user_mmap_entry *rdma);
+int chpp_umem_map(struct chpp_dev *dev, struct ib_umem *umem,
+		  unsigned long pgsz, u32 *mtt_base, u32 *npages);
 int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 		  struct chpp_buf *buf);
 void chpp_qp_user_redoorbell(struct work_struct *work);

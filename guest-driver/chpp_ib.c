@@ -10,7 +10,6 @@
  */
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
-#include <rdma/iter.h>
 #include <rdma/ib_cache.h>
 #include "chpp_hca.h"
 
@@ -234,11 +233,8 @@ static struct ib_mr *chpp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 				      u64 virt, int acc, struct ib_udata *udata)
 {
 	struct chpp_dev *dev = to_cdev(ibpd->device);
-	struct ib_block_iter biter;
 	struct chpp_mr *mr;
 	unsigned long pgsz;
-	u64 *ents;
-	u32 i = 0;
 	int err;
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -254,21 +250,9 @@ static struct ib_mr *chpp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len,
 		err = -EINVAL;
 		goto release;
 	}
-	mr->npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
-	err = chpp_mtt_alloc(dev, mr->npages, &mr->mtt_base);
+	err = chpp_umem_map(dev, mr->umem, pgsz, &mr->mtt_base, &mr->npages);
 	if (err)
 		goto release;
-	ents = kvcalloc(mr->npages, sizeof(u64), GFP_KERNEL);
-	if (!ents) {
-		err = -ENOMEM;
-		goto free_mtt;
-	}
-	rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz)
-		ents[i++] = rdma_block_iter_dma_address(&biter) | CHPP_MTT_VALID;
-	err = chpp_write_mtt(dev, mr->mtt_base, ents, mr->npages);
-	kvfree(ents);
-	if (err)
-		goto free_mtt;
 	err = chpp_mpt_create(dev, mr, to_cpd(ibpd)->pdn, chpp_mpt_flags(acc),
 			      virt, len, ilog2(pgsz));
 	if (err)

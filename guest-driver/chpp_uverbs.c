@@ -104,15 +104,45 @@ void chpp_mmap_free(struct rdma_user_mmap_entry *rdma)
 }
 
 /*
+ * Map pinned user memory with MTT entries of @pgsz bytes each: allocate
+ * *npages consecutive entries from *mtt_base and write them. Shared by user
+ * MRs and user rings.
+ */
+int chpp_umem_map(struct chpp_dev *dev, struct ib_umem *umem,
+		  unsigned long pgsz, u32 *mtt_base, u32 *npages)
+{
+	struct ib_block_iter biter;
+	u64 *ents;
+	u32 i = 0;
+	int err;
+
+	*npages = ib_umem_num_dma_blocks(umem, pgsz);
+	err = chpp_mtt_alloc(dev, *npages, mtt_base);
+	if (err)
+		return err;
+	ents = kvcalloc(*npages, sizeof(u64), GFP_KERNEL);
+	if (!ents) {
+		err = -ENOMEM;
+		goto free_mtt;
+	}
+	rdma_umem_for_each_dma_block(umem, &biter, pgsz)
+		ents[i++] = rdma_block_iter_dma_address(&biter) | CHPP_MTT_VALID;
+	err = chpp_write_mtt(dev, *mtt_base, ents, *npages);
+	kvfree(ents);
+	if (!err)
+		return 0;
+free_mtt:
+	chpp_mtt_free(dev, *mtt_base, *npages);
+	return err;
+}
+
+/*
  * Pin a user ring of @size bytes at @addr (page aligned) and map it by 4 KiB
  * MTT entries, as chpp_buf_alloc does for kernel rings.
  */
 int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 		  struct chpp_buf *buf)
 {
-	struct ib_block_iter biter;
-	u64 *ents;
-	u32 i = 0;
 	int err;
 
 	memset(buf, 0, sizeof(*buf));
@@ -126,28 +156,12 @@ int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 		buf->umem = NULL;
 		return err;
 	}
-	buf->npages = ib_umem_num_dma_blocks(buf->umem, PAGE_SIZE);
-	err = chpp_mtt_alloc(dev, buf->npages, &buf->mtt_base);
-	if (err)
-		goto release;
-	ents = kvcalloc(buf->npages, sizeof(u64), GFP_KERNEL);
-	if (!ents) {
-		err = -ENOMEM;
-		goto free_mtt;
+	err = chpp_umem_map(dev, buf->umem, PAGE_SIZE, &buf->mtt_base,
+			    &buf->npages);
+	if (err) {
+		ib_umem_release(buf->umem);
+		buf->umem = NULL;
 	}
-	rdma_umem_for_each_dma_block(buf->umem, &biter, PAGE_SIZE)
-		ents[i++] = rdma_block_iter_dma_address(&biter) | CHPP_MTT_VALID;
-	err = chpp_write_mtt(dev, buf->mtt_base, ents, buf->npages);
-	kvfree(ents);
-	if (err)
-		goto free_mtt;
-	return 0;
-
-free_mtt:
-	chpp_mtt_free(dev, buf->mtt_base, buf->npages);
-release:
-	ib_umem_release(buf->umem);
-	buf->umem = NULL;
 	return err;
 }
 
