@@ -294,6 +294,34 @@ cat /tmp/uverbs.log
 [ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/uverbs.log || fail "uverbs test"
 UVERBS=$(sed -n 's/^chpp-uverbs: PASS //p' /tmp/uverbs.log)
 
+# Pair: the same program on both nodes moves data between the two processes
+# over the link (OS-bypass on both ends); the info files go through the
+# control network.
+if [ "$MODE" = pair ]; then
+    /bin/chpp-uverbs-test --pair /tmp/umine /tmp/upeer >/tmp/upair.log 2>&1 &
+    UPID=$!
+    w=0
+    until [ -s /tmp/umine ]; do
+        sleep 0.2; w=$((w + 1))
+        [ $w -lt 300 ] || { cat /tmp/upair.log; fail "uverbs pair: no local info"; }
+    done
+    cp /tmp/umine /www/uinfo
+    fetch uinfo 120 || fail "no peer uverbs info"
+    mv /tmp/uinfo /tmp/upeer
+    w=0
+    until [ -e /tmp/umine.done ] || ! kill -0 $UPID 2>/dev/null; do
+        sleep 0.2; w=$((w + 1))
+        [ $w -lt 600 ] || break
+    done
+    [ -e /tmp/umine.done ] && echo done >/www/udone
+    fetch udone 120 && touch /tmp/upeer.done
+    wait $UPID
+    urc=$?
+    cat /tmp/upair.log
+    [ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/upair.log || fail "uverbs pair test"
+    UVERBS="$UVERBS; user-space traffic with the peer"
+fi
+
 # Unbind and bind the PCI function through sysfs: the ib device goes and
 # comes back with its port ACTIVE.
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")

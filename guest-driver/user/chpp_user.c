@@ -439,7 +439,8 @@ int chpp_connect_rc(struct chpp_uctx *c, struct chpp_uqp *qp, uint16_t dlid,
 		      CHPP_IB_QP_RETRY_CNT | CHPP_IB_QP_RNR_RETRY |
 		      CHPP_IB_QP_SQ_PSN | CHPP_IB_QP_MAX_QP_RD_ATOMIC;
 	m.qp_state = CHPP_IB_QPS_RTS;
-	m.timeout = 14;
+	/* 4.096 us * 2^18 = 1.07 s, 7 retries: a peer may connect seconds later. */
+	m.timeout = 18;
 	m.retry_cnt = 7;
 	m.rnr_retry = 7;
 	m.sq_psn = 0;

@@ -4,6 +4,12 @@
  * on one RC QP connected to itself (loopback through the device).
  *
  *   chpp-uverbs-test [/dev/infiniband/uverbs0]
+ *   chpp-uverbs-test --pair MINE PEER [/dev/infiniband/uverbs0]
+ *
+ * --pair: traffic with the same program on another node instead. It writes
+ * "lid qpn rkey addr" to the file MINE, waits for the file PEER (the caller
+ * copies the peer's MINE there), connects, moves data both ways and checks
+ * it, creates MINE.done and waits for PEER.done before tearing down.
  *
  * Prints "chpp-uverbs: <check> OK" per check and ends with
  * "chpp-uverbs: PASS <n> checks" (exit 0) or "chpp-uverbs: FAIL <why>"
@@ -96,12 +102,17 @@ static struct chpp_cqe expect_recv(const char *what, uint64_t wr_id,
 	return e;
 }
 
+static uint8_t pat(unsigned int seed, size_t i)
+{
+	return (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
 static void fill(uint8_t *p, size_t n, unsigned int seed)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+		p[i] = pat(seed, i);
 }
 
 static struct chpp_usge sge(void *p, uint32_t len)
@@ -465,12 +476,133 @@ static void test_errors(uint32_t pd)
 	ok("error completions (REM_ACCESS_ERR, WR_FLUSH_ERR), responder QP async event");
 }
 
+/* Wait up to 120 s for @path to exist. */
+static void wait_file(const char *path)
+{
+	struct timespec d = { 0, 100 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 1200; i++) {
+		if (!access(path, R_OK))
+			return;
+		nanosleep(&d, NULL);
+	}
+	fail("no %s after 120 s", path);
+}
+
+/* Bytes [off, off + len) of @p must be the pattern of @seed from @from. */
+static void check_pat(const uint8_t *p, size_t len, unsigned int seed,
+		      size_t from, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		CHECK(p[i] == pat(seed, from + i), "%s: byte %zu is 0x%02x, want 0x%02x",
+		      what, i, p[i], pat(seed, from + i));
+}
+
+/*
+ * RC traffic with the peer node: SEND, PUT, PUT with immediate (the last
+ * write, so its receive tells that the peer's writes are done) and GET.
+ */
+static void run_pair(const char *mine, const char *peer)
+{
+	unsigned int me = ctx.info.node_id, them;
+	unsigned int plid, pqpn, prkey;
+	unsigned long long paddr;
+	char done[256];
+	struct chpp_usge s;
+	struct chpp_usend wr;
+	struct chpp_cqe e;
+	FILE *f;
+	int i;
+
+	fill(src, BUF_SIZE, 10 + me);
+	snprintf(done, sizeof(done), "%s.tmp", mine);
+	f = fopen(done, "w");
+	CHECK(f, "create %s", done);
+	fprintf(f, "%u %u %u %llu\n", lid, qp.qp_num, mr.rkey,
+		(unsigned long long)(uintptr_t)src);
+	fclose(f);
+	CHECK(!rename(done, mine), "rename to %s", mine);
+	wait_file(peer);
+	f = fopen(peer, "r");
+	CHECK(f && fscanf(f, "%u %u %u %llu", &plid, &pqpn, &prkey, &paddr) == 4,
+	      "peer info in %s", peer);
+	fclose(f);
+	them = CHPP_LID_NODE(plid);
+	printf("chpp-uverbs: peer lid %u qp_num 0x%x\n", plid, pqpn);
+	CHECK(!chpp_connect_rc(&ctx, &qp, plid, pqpn), "connect to the peer");
+
+	post_recv(0xb1, dst, 4096);
+	post_recv(0xb2, dst + 200000, 16);
+	/* Receives are posted before the peer can send: wait for its info. */
+	s = sge(src, 3000);
+	wr = (struct chpp_usend){ .opcode = CHPP_WQE_SEND,
+		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x61, .sg = &s,
+		.num_sge = 1 };
+	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post SEND");
+	expect_send_ok("pair SEND", 0x61);
+	s = sge(src, 65536);
+	wr = (struct chpp_usend){ .opcode = CHPP_WQE_PUT,
+		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x62,
+		.raddr = paddr + BUF_SIZE + 8192, .rkey = prkey, .sg = &s,
+		.num_sge = 1 };
+	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post PUT");
+	expect_send_ok("pair PUT", 0x62);
+	s = sge(src, 4096);
+	wr = (struct chpp_usend){ .opcode = CHPP_WQE_PUT_IMM,
+		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x63, .imm = 0xabc0 + me,
+		.raddr = paddr + BUF_SIZE + 100000, .rkey = prkey, .sg = &s,
+		.num_sge = 1 };
+	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post PUT_IMM");
+	expect_send_ok("pair PUT_IMM", 0x63);
+	s = sge(dst + 150000, 32768);
+	wr = (struct chpp_usend){ .opcode = CHPP_WQE_GET,
+		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x64,
+		.raddr = paddr + 4096, .rkey = prkey, .sg = &s, .num_sge = 1 };
+	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post GET");
+	expect_send_ok("pair GET", 0x64);
+	check_pat(dst + 150000, 32768, 10 + them, 4096, "GET from the peer");
+
+	e = expect_recv("the peer's SEND", 0xb1, 3000);
+	CHECK(e.opcode == CHPP_CQE_OP_RECV, "SEND: opcode %u", e.opcode);
+	e = expect_recv("the peer's PUT_IMM", 0xb2, 4096);
+	CHECK(e.opcode == CHPP_CQE_OP_RECV_RDMA_IMM && e.imm == 0xabc0 + them,
+	      "PUT_IMM: opcode %u imm 0x%x", e.opcode, e.imm);
+	check_pat(dst, 3000, 10 + them, 0, "the peer's SEND");
+	check_pat(dst + 8192, 65536, 10 + them, 0, "the peer's PUT");
+	check_pat(dst + 100000, 4096, 10 + them, 0, "the peer's PUT_IMM");
+	for (i = 0; i < 2; i++)
+		CHECK(chpp_poll_cq(&ctx, i ? &rcq : &scq, &e, 1) == 0,
+		      "an extra completion");
+	ok("user-space RC traffic with the peer node (SEND, PUT, PUT_IMM, GET), bytes verified");
+
+	/* The peer may still read our memory: tear down only once it is done. */
+	snprintf(done, sizeof(done), "%s.done", mine);
+	f = fopen(done, "w");
+	CHECK(f, "create %s", done);
+	fclose(f);
+	snprintf(done, sizeof(done), "%s.done", peer);
+	wait_file(done);
+}
+
 int main(int argc, char **argv)
 {
-	const char *dev = argc > 1 ? argv[1] : "/dev/infiniband/uverbs0";
+	const char *dev = "/dev/infiniband/uverbs0";
+	const char *mine = NULL, *peer = NULL;
 	uint32_t pd;
 	uint8_t state;
 	int err, chan;
+
+	if (argc >= 4 && !strcmp(argv[1], "--pair")) {
+		mine = argv[2];
+		peer = argv[3];
+		argv += 3;
+		argc -= 3;
+	}
+	if (argc > 1)
+		dev = argv[1];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	err = chpp_open(&ctx, dev);
@@ -506,6 +638,10 @@ int main(int argc, char **argv)
 	       qp.qp_num, scq.cqn, rcq.cqn);
 	ok("PD, MRs, CQs, QP in user memory");
 
+	if (mine) {
+		run_pair(mine, peer);
+		goto teardown;
+	}
 	test_bad_requests(pd);
 	CHECK(!chpp_connect_rc(&ctx, &qp, lid, qp.qp_num), "connect to self");
 	ok("QP RESET->INIT->RTR->RTS (connected to itself)");
@@ -521,6 +657,7 @@ int main(int argc, char **argv)
 	test_isolation();
 	test_errors(pd);
 
+teardown:
 	CHECK(!chpp_destroy_qp(&ctx, &qp), "destroy_qp");
 	CHECK(!chpp_destroy_cq(&ctx, &scq), "destroy send CQ");
 	CHECK(!chpp_destroy_cq(&ctx, &rcq), "destroy recv CQ");
