@@ -266,7 +266,7 @@ int chpp_destroy_cq(struct chpp_uctx *c, struct chpp_ucq *cq)
 }
 
 int chpp_create_qp_raw(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
-		       struct chpp_ucq *rcq, uint32_t wrs,
+		       struct chpp_ucq *rcq, uint8_t ib_qp_type, uint32_t wrs,
 		       const struct chpp_create_qp_cmd *drv, struct chpp_uqp *qp)
 {
 	struct {
@@ -289,7 +289,7 @@ int chpp_create_qp_raw(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 	req.core.max_recv_wr = wrs;
 	req.core.max_send_sge = 1;
 	req.core.max_recv_sge = 1;
-	req.core.qp_type = CHPP_IB_QPT_RC;
+	req.core.qp_type = ib_qp_type;
 	req.drv = *drv;
 	err = uv_cmd(c->fd, IB_USER_VERBS_CMD_CREATE_QP, &req, sizeof(req),
 		     sizeof(resp));
@@ -320,13 +320,14 @@ int chpp_create_qp(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 	uint32_t sq_bytes, rq_bytes;
 	int err;
 
-	if (ib_qp_type != CHPP_IB_QPT_RC)
-		return -EOPNOTSUPP;	/* RC only, so far */
+	if (ib_qp_type != CHPP_IB_QPT_RC && ib_qp_type != CHPP_IB_QPT_UD)
+		return -EOPNOTSUPP;
 	memset(qp, 0, sizeof(*qp));
-	qp->type = CHPP_QPT_RC;
-	/* ctrl, raddr and atomic segments, then the gather list or inline. */
-	sq_bytes = 3 * SEG + (sges * SEG > SEG + inline_len ?
-			      sges * SEG : SEG + ((inline_len + SEG - 1) & ~(SEG - 1)));
+	qp->type = ib_qp_type == CHPP_IB_QPT_UD ? CHPP_QPT_UD : CHPP_QPT_RC;
+	/* ctrl, UD, raddr and atomic segments, then the gather list or inline. */
+	sq_bytes = 3 * SEG + (qp->type == CHPP_QPT_UD ? SEG : 0) +
+		   (sges * SEG > SEG + inline_len ?
+		    sges * SEG : SEG + ((inline_len + SEG - 1) & ~(SEG - 1)));
 	rq_bytes = SEG + sges * SEG;
 	qp->sq.n = 1u << log2_up(wrs);
 	qp->sq.shift = log2_up(sq_bytes) < CHPP_MIN_WQE_SHIFT ?
@@ -346,7 +347,7 @@ int chpp_create_qp(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 	drv.log_sq_stride = qp->sq.shift;
 	drv.log_rq_size = log2_up(qp->rq.n);
 	drv.log_rq_stride = qp->rq.shift;
-	err = chpp_create_qp_raw(c, pd, scq, rcq, wrs, &drv, qp);
+	err = chpp_create_qp_raw(c, pd, scq, rcq, ib_qp_type, wrs, &drv, qp);
 	if (!err)
 		return 0;
 fail:
@@ -448,6 +449,28 @@ int chpp_connect_rc(struct chpp_uctx *c, struct chpp_uqp *qp, uint16_t dlid,
 	return modify(c, &m);
 }
 
+int chpp_ready_ud(struct chpp_uctx *c, struct chpp_uqp *qp, uint32_t qkey)
+{
+	struct ib_uverbs_modify_qp m = { .qp_handle = qp->handle };
+	int err;
+
+	m.attr_mask = CHPP_IB_QP_STATE | CHPP_IB_QP_PKEY_INDEX |
+		      CHPP_IB_QP_PORT | CHPP_IB_QP_QKEY;
+	m.qp_state = CHPP_IB_QPS_INIT;
+	m.port_num = 1;
+	m.qkey = qkey;
+	err = modify(c, &m);
+	if (!err)
+		err = chpp_modify_state(c, qp, CHPP_IB_QPS_RTR);
+	if (err)
+		return err;
+	memset(&m, 0, sizeof(m));
+	m.qp_handle = qp->handle;
+	m.attr_mask = CHPP_IB_QP_STATE | CHPP_IB_QP_SQ_PSN;
+	m.qp_state = CHPP_IB_QPS_RTS;
+	return modify(c, &m);
+}
+
 static void *wqe_at(struct chpp_uwq *wq, uint32_t i)
 {
 	return (uint8_t *)wq->ring + ((size_t)(i & (wq->n - 1)) << wq->shift);
@@ -472,6 +495,16 @@ int chpp_post_send(struct chpp_uctx *c, struct chpp_uqp *qp,
 	ctrl->flags = wr->flags;
 	ctrl->imm = wr->imm;
 	ctrl->wr_id = wr->wr_id;
+	if (qp->type == CHPP_QPT_UD) {
+		struct chpp_wqe_ud *u = (void *)p;
+
+		u->dest_node = CHPP_LID_NODE(wr->dlid);
+		u->dest_vf = CHPP_LID_FN(wr->dlid);
+		u->dest_qpn = wr->remote_qp_num & ((1u << c->info.qpn_bits) - 1);
+		u->dest_magic = wr->remote_qp_num >> c->info.qpn_bits;
+		u->qkey = wr->remote_qkey;
+		p += SEG;
+	}
 	switch (wr->opcode) {
 	case CHPP_WQE_PUT:
 	case CHPP_WQE_PUT_IMM:

@@ -20,7 +20,7 @@
 
 /* Values of the kernel's verbs enums used in uverbs commands. */
 enum {
-	CHPP_IB_QPT_RC = 2,
+	CHPP_IB_QPT_RC = 2, CHPP_IB_QPT_UD = 4,
 	CHPP_IB_QPS_RESET = 0, CHPP_IB_QPS_INIT = 1, CHPP_IB_QPS_RTR = 2,
 	CHPP_IB_QPS_RTS = 3, CHPP_IB_QPS_ERR = 6,
 	CHPP_IB_MTU_4096 = 5,
@@ -29,6 +29,7 @@ enum {
 	CHPP_IB_ACCESS_REMOTE_READ = 4, CHPP_IB_ACCESS_REMOTE_ATOMIC = 8,
 	CHPP_IB_QP_STATE = 1 << 0, CHPP_IB_QP_ACCESS_FLAGS = 1 << 3,
 	CHPP_IB_QP_PKEY_INDEX = 1 << 4, CHPP_IB_QP_PORT = 1 << 5,
+	CHPP_IB_QP_QKEY = 1 << 6,
 	CHPP_IB_QP_AV = 1 << 7, CHPP_IB_QP_PATH_MTU = 1 << 8,
 	CHPP_IB_QP_TIMEOUT = 1 << 9, CHPP_IB_QP_RETRY_CNT = 1 << 10,
 	CHPP_IB_QP_RNR_RETRY = 1 << 11, CHPP_IB_QP_RQ_PSN = 1 << 12,
@@ -90,6 +91,10 @@ struct chpp_usend {
 	uint64_t swap_add, compare;
 	const struct chpp_usge *sg;
 	int num_sge;
+	/* UD QPs: the destination, as verbs name it. */
+	uint16_t dlid;
+	uint32_t remote_qp_num;
+	uint32_t remote_qkey;
 };
 
 /* Doorbell stores: one store of exactly this width (the page is uncached). */
@@ -122,13 +127,15 @@ int chpp_create_qp(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 		   struct chpp_ucq *rcq, uint8_t ib_qp_type, uint32_t wrs,
 		   uint32_t sges, uint32_t inline_len, struct chpp_uqp *qp);
 int chpp_create_qp_raw(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
-		       struct chpp_ucq *rcq, uint32_t wrs,
+		       struct chpp_ucq *rcq, uint8_t ib_qp_type, uint32_t wrs,
 		       const struct chpp_create_qp_cmd *drv, struct chpp_uqp *qp);
 int chpp_destroy_qp(struct chpp_uctx *c, struct chpp_uqp *qp);
 /* RESET -> INIT -> RTR -> RTS of an RC QP towards (dlid, dest qp_num). */
 int chpp_connect_rc(struct chpp_uctx *c, struct chpp_uqp *qp, uint16_t dlid,
 		    uint32_t dest_qp_num);
 int chpp_modify_state(struct chpp_uctx *c, struct chpp_uqp *qp, int ib_state);
+/* RESET -> INIT -> RTR -> RTS of a UD QP with Q_Key @qkey. */
+int chpp_ready_ud(struct chpp_uctx *c, struct chpp_uqp *qp, uint32_t qkey);
 
 /* Data path: no system calls. */
 int chpp_post_send(struct chpp_uctx *c, struct chpp_uqp *qp,

@@ -158,21 +158,21 @@ static void test_bad_requests(uint32_t pd)
 	qc.log_sq_stride = CHPP_MIN_WQE_SHIFT - 1;
 	qc.log_rq_size = 4;
 	qc.log_rq_stride = CHPP_MIN_WQE_SHIFT;
-	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, 16, &qc, &badqp) == -EINVAL,
+	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_RC, 16, &qc, &badqp) == -EINVAL,
 	      "QP with a 32-byte SQ stride accepted");
 	qc.log_sq_stride = CHPP_MAX_WQE_SHIFT + 1;
-	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, 16, &qc, &badqp) == -EINVAL,
+	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_RC, 16, &qc, &badqp) == -EINVAL,
 	      "QP with a 4 KiB SQ stride accepted");
 	qc.log_sq_stride = 7;
 	qc.log_sq_size = 24;
-	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, 16, &qc, &badqp) == -EINVAL,
+	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_RC, 16, &qc, &badqp) == -EINVAL,
 	      "QP deeper than max_qp_wqes accepted");
 	qc.log_sq_size = 2;
-	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, 16, &qc, &badqp) == -EINVAL,
+	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_RC, 16, &qc, &badqp) == -EINVAL,
 	      "QP ring shallower than max_send_wr accepted");
 	qc.log_sq_size = 4;
 	qc.sq_buf_addr = 0x1000;	/* not this process's memory */
-	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, 16, &qc, &badqp) < 0,
+	CHECK(chpp_create_qp_raw(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_RC, 16, &qc, &badqp) < 0,
 	      "QP ring at an unmapped address accepted");
 	ok("QP geometry checks");
 	free(ring);
@@ -425,6 +425,63 @@ static void test_isolation(void)
 }
 
 /*
+ * UD between two QPs of this context: a datagram lands after the 40-byte GRH
+ * area with the sender's QP and LID in the CQE; a wrong Q_Key is dropped.
+ */
+static void test_ud(uint32_t pd)
+{
+	struct chpp_uqp ua, ub;
+	struct chpp_usge s = sge(src, 1000);
+	struct chpp_usend wr = {
+		.opcode = CHPP_WQE_SEND_IMM, .flags = CHPP_WQE_SIGNALED,
+		.imm = 0x5d5d, .wr_id = 0x71, .sg = &s, .num_sge = 1,
+		.dlid = lid, .remote_qkey = 0x1111,
+	};
+	struct timespec d = { 0, 300 * 1000 * 1000 };
+	struct chpp_cqe e;
+
+	CHECK(!chpp_create_qp(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_UD, 16, 1, 0,
+			      &ua), "create UD QP A");
+	CHECK(!chpp_create_qp(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_UD, 16, 1, 0,
+			      &ub), "create UD QP B");
+	CHECK(!chpp_ready_ud(&ctx, &ua, 0x2222) &&
+	      !chpp_ready_ud(&ctx, &ub, 0x1111), "UD QPs to RTS");
+	fill(src, 1000, 7);
+	memset(dst, 0, 4096);
+	{
+		struct chpp_usge r = sge(dst, 4096);
+
+		CHECK(!chpp_post_recv(&ctx, &ub, 0xc1, &r, 1), "post UD recv");
+	}
+	wr.remote_qp_num = ub.qp_num;
+	CHECK(!chpp_post_send(&ctx, &ua, &wr), "post UD SEND");
+	expect_send_ok("UD SEND", 0x71);
+	e = expect_recv("UD SEND", 0xc1, 1000 + CHPP_UD_GRH_SIZE);
+	CHECK((e.flags & CHPP_CQE_FLAG_IMM) && e.imm == 0x5d5d &&
+	      e.src_qp == ua.qpn && CHPP_LID(e.src_node, e.src_vf) == lid,
+	      "UD CQE: imm 0x%x src_qp %u src lid %u", e.imm, e.src_qp,
+	      CHPP_LID(e.src_node, e.src_vf));
+	CHECK(!memcmp(dst + CHPP_UD_GRH_SIZE, src, 1000), "UD: data differs");
+
+	/* The wrong Q_Key: the datagram is dropped, the sender completes. */
+	{
+		struct chpp_usge r = sge(dst, 4096);
+
+		CHECK(!chpp_post_recv(&ctx, &ub, 0xc2, &r, 1), "post UD recv");
+	}
+	wr.remote_qkey = 0x3333;
+	wr.wr_id = 0x72;
+	CHECK(!chpp_post_send(&ctx, &ua, &wr), "post UD SEND");
+	expect_send_ok("UD SEND, wrong Q_Key", 0x72);
+	nanosleep(&d, NULL);
+	CHECK(chpp_poll_cq(&ctx, &rcq, &e, 1) == 0,
+	      "a datagram with the wrong Q_Key was received");
+	CHECK(!chpp_destroy_qp(&ctx, &ua) && !chpp_destroy_qp(&ctx, &ub),
+	      "destroy UD QPs");
+	ok("UD: datagram with immediate after the GRH area, source in the CQE, wrong Q_Key dropped");
+}
+
+/*
  * A bad rkey between two QPs of this context: the requester gets
  * REM_ACCESS_ERR and flushes what follows, the responder QP goes to error
  * with an async event (on one self-connected QP the responder's error would
@@ -656,6 +713,7 @@ int main(int argc, char **argv)
 	test_channel();
 	test_isolation();
 	test_errors(pd);
+	test_ud(pd);
 
 teardown:
 	CHECK(!chpp_destroy_qp(&ctx, &qp), "destroy_qp");
