@@ -74,8 +74,9 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 				 v, v >> CHPP_UAR_DB_QPN_SHIFT);
 			chpp_qp_sq_redoorbell(dev, v >> CHPP_UAR_DB_QPN_SHIFT);
 		} else {
-			dev_err(d, "doorbell refused: offset 0x%x value 0x%08x uar 0x%x\n",
+			dev_err(d, "doorbell refused: offset 0x%x value 0x%llx uar 0x%x\n",
 				eqe->event.db_error.offset,
+				(u64)eqe->event.db_error.value_hi << 32 |
 				eqe->event.db_error.value,
 				eqe->event.db_error.uar);
 		}

@@ -316,6 +316,12 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "depth", CHPP_DB_FIFO_DEPTH);
     sv_end(&sv);
 
+    sv_begin(&sv, "doorbell-errors");
+    sv_u64(&sv, "queued", s->db_err_count);
+    sv_u64(&sv, "depth", CHPP_DB_ERR_QUEUE_DEPTH);
+    sv_u64(&sv, "lost", s->db_err_lost);
+    sv_end(&sv);
+
     sv_begin(&sv, "counters");
     for (i = 0; i < CHPP_CNT_NUM; i++) {
         sv_u64(&sv, chpp_counter_names[i], s->counters[i]);

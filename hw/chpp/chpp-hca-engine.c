@@ -5,7 +5,8 @@
  *
  * Doorbell writes only record the producer index and queue the QP in the
  * function's doorbell FIFO (depth 32, seed 004); all DMA happens later in
- * the engine bottom half, never in the vCPU's MMIO handler.
+ * the engine bottom half, never in the vCPU's MMIO handler.  Refused
+ * doorbells queue their event likewise (chpp-hca-db-error.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -50,18 +51,10 @@ void chpp_engine_kick(ChppHcaState *s)
 void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
                              uint64_t val, const char *why)
 {
-    struct chpp_eqe eqe = {
-        .type = CHPP_EVENT_DOORBELL_ERROR,
-        .subtype = CHPP_DB_ERR_BAD_VALUE,
-        .event.db_error.offset = cpu_to_le32(offset),
-        .event.db_error.value = cpu_to_le32(val),
-        .event.db_error.uar = cpu_to_le32(uar),
-    };
-
     chpp_count(s, CHPP_CNT_DB_ERRORS);
     chpp_guest_error(s, "UAR page %u doorbell 0x%x = 0x%" PRIx64 ": %s", uar,
                      offset, val, why);
-    chpp_event_post(s, &eqe);
+    chpp_doorbell_refused(s, CHPP_DB_ERR_BAD_VALUE, uar, offset, val);
 }
 
 #define CHPP_FIFO_QPN(e)    ((e) & 0xffffu)
@@ -71,18 +64,10 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
                               uint32_t val, uint32_t qpn, uint32_t pi)
 {
     if (s->db_count == CHPP_DB_FIFO_DEPTH) {
-        struct chpp_eqe eqe = {
-            .type = CHPP_EVENT_DOORBELL_ERROR,
-            .subtype = CHPP_DB_ERR_FIFO_OVERFLOW,
-            .event.db_error.offset = cpu_to_le32(offset),
-            .event.db_error.value = cpu_to_le32(val),
-            .event.db_error.uar = cpu_to_le32(uar),
-        };
-
         chpp_count(s, CHPP_CNT_DB_FIFO_OVERFLOW);
         chpp_guest_error(s, "doorbell FIFO full (%u entries): doorbell of "
                          "QP %u lost", CHPP_DB_FIFO_DEPTH, qpn);
-        chpp_event_post(s, &eqe);
+        chpp_doorbell_refused(s, CHPP_DB_ERR_FIFO_OVERFLOW, uar, offset, val);
         return;
     }
     s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] =
@@ -331,6 +316,7 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
     if (running) {
         s->engine_stopped = false;
         chpp_engine_kick(s);
+        chpp_db_err_kick(s);
         return;
     }
     do {
@@ -338,6 +324,9 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
         for (fn = 0; fn <= (s->func ? 0 : CHPP_MAX_VFS); fn++) {
             ChppHcaState *f = s->func ? s : chpp_function(s, fn);
 
+            if (f) {
+                chpp_db_err_flush(f);
+            }
             while (f && chpp_engine_step(f)) {
                 busy = true;
             }
@@ -502,6 +491,7 @@ void chpp_engine_init(ChppHcaState *s)
 
     s->engine_bh = qemu_bh_new_guarded(chpp_engine_run, s,
                                        &DEVICE(s)->mem_reentrancy_guard);
+    chpp_db_err_init(s);
     s->engine_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_engine_run, s);
     s->qp_timers = g_new0(QEMUTimer *, s->params.num_qps);
     for (i = 0; i < s->params.num_qps; i++) {
@@ -540,6 +530,7 @@ void chpp_engine_fini(ChppHcaState *s)
     g_free(s->qp_timers);
     timer_free(s->engine_timer);
     qemu_bh_delete(s->engine_bh);
+    chpp_db_err_fini(s);
 }
 
 void chpp_engine_reset(ChppHcaState *s)
@@ -558,6 +549,7 @@ void chpp_engine_reset(ChppHcaState *s)
     memset(s->db_fifo, 0, sizeof(s->db_fifo));
     s->db_head = 0;
     s->db_count = 0;
+    chpp_db_err_reset(s);
 }
 
 /* Migration streams are untrusted input too. */

@@ -121,6 +121,7 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
 
 void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
 {
+    chpp_db_err_flush(s);
     if (eqn >= s->params.num_eqs) {
         chpp_eq_drop(s, CHPP_EQN_NONE, eqe->type);
         return;
@@ -128,7 +129,7 @@ void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     chpp_eq_write(s, eqn, eqe);
 }
 
-void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
+void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe)
 {
     unsigned eqn = s->event_eq[eqe->type % CHPP_EVENT_NUM_TYPES];
 
@@ -139,19 +140,21 @@ void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
     chpp_eq_write(s, eqn, eqe);
 }
 
+void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
+{
+    /* Refused doorbells came first: their events go first. */
+    chpp_db_err_flush(s);
+    chpp_event_post_now(s, eqe);
+}
+
+/* In the MMIO handler: the event is queued, not written (no DMA here). */
 static void chpp_doorbell_error(ChppHcaState *s, uint32_t offset,
                                 uint32_t val, const char *why)
 {
-    struct chpp_eqe eqe = {
-        .type = CHPP_EVENT_DOORBELL_ERROR,
-        .event.db_error.offset = cpu_to_le32(offset),
-        .event.db_error.value = cpu_to_le32(val),
-        .event.db_error.uar = cpu_to_le32(CHPP_DB_ERR_UAR_NONE),
-    };
-
     chpp_count(s, CHPP_CNT_DB_ERRORS);
     chpp_guest_error(s, "doorbell 0x%x = 0x%08x: %s", offset, val, why);
-    chpp_event_post(s, &eqe);
+    chpp_doorbell_refused(s, CHPP_DB_ERR_BAD_VALUE, CHPP_DB_ERR_UAR_NONE,
+                          offset, val);
 }
 
 void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val)

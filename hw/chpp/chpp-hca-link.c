@@ -647,6 +647,27 @@ static void chpp_link_rx_bh(void *opaque)
     }
 }
 
+/*
+ * Frames of the old connection that no function has processed yet: the
+ * PF decoded them into the queue of the function each was for (DST-VF),
+ * so every function's queue goes, each drop counted where it was received.
+ */
+static void chpp_link_drop_received(ChppHcaState *pf, uint8_t vc)
+{
+    unsigned fn;
+
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(pf, fn);
+        ChppPkt *pkt;
+
+        while (f && (pkt = g_queue_pop_head(f->link_rx[vc]))) {
+            chpp_count(f, CHPP_CNT_PKTS_DROPPED);
+            trace_chpp_hca_link_rx_dropped(fn, vc);
+            chpp_pkt_free(pkt);
+        }
+    }
+}
+
 static void chpp_link_drop_queues(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
@@ -655,16 +676,13 @@ static void chpp_link_drop_queues(ChppHcaState *s)
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
-        ChppPkt *pkt;
 
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
             g_byte_array_unref(ba);
             chpp_wire_dequeued(s);
         }
-        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
-            chpp_pkt_free(pkt);
-        }
+        chpp_link_drop_received(s, vc);
         l->credits[vc] = 0;
         l->owed[vc] = 0;
         l->queued[vc] = 0;

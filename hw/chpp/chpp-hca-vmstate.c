@@ -64,6 +64,11 @@ static int chpp_function_post_load(void *opaque, int version_id)
     return 0;
 }
 
+static const VMStateDescription *chpp_function_subsections[] = {
+    &vmstate_chpp_db_err,
+    NULL
+};
+
 /* What every function has: registers, tables, engine, doorbell FIFO. */
 static const VMStateDescription vmstate_chpp_function = {
     .name = "chpp-hca-function",
@@ -98,7 +103,8 @@ static const VMStateDescription vmstate_chpp_function = {
         VMSTATE_UINT32(db_head, ChppHcaState),
         VMSTATE_UINT32(db_count, ChppHcaState),
         VMSTATE_END_OF_LIST()
-    }
+    },
+    .subsections = chpp_function_subsections,
 };
 
 /*

@@ -203,6 +203,14 @@ typedef struct ChppQp {
     ChppQpEngine eng;
 } ChppQp;
 
+/* A refused doorbell whose DOORBELL_ERROR event is not posted yet. */
+typedef struct ChppDbErr {
+    uint64_t value;             /* the value written, all of it */
+    uint32_t uar;               /* CHPP_DB_ERR_UAR_NONE: BAR0 */
+    uint32_t offset;
+    uint8_t subtype;            /* CHPP_DB_ERR_* */
+} ChppDbErr;
+
 /* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
 typedef struct ChppLink {
     CharBackend chr;
@@ -275,6 +283,12 @@ struct ChppHcaState {
     uint32_t db_head;
     uint32_t db_count;
     QEMUBH *engine_bh;
+    /* Refused doorbells waiting for their event (chpp-hca-db-error.c) */
+    ChppDbErr db_err[CHPP_DB_ERR_QUEUE_DEPTH];
+    uint32_t db_err_head;
+    uint32_t db_err_count;
+    uint32_t db_err_lost;       /* events dropped: the queue was full */
+    QEMUBH *db_err_bh;
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
@@ -380,6 +394,22 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
 void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
                              uint64_t val, const char *why);
 
+/*
+ * chpp-hca-db-error.c: the DOORBELL_ERROR events of refused doorbells,
+ * queued by the MMIO handlers and posted by a bottom half.
+ */
+void chpp_db_err_init(ChppHcaState *s);
+void chpp_db_err_fini(ChppHcaState *s);
+void chpp_db_err_reset(ChppHcaState *s);
+/* Queue the event of a refused doorbell (CHPP_DB_ERR_* @subtype). */
+void chpp_doorbell_refused(ChppHcaState *s, uint8_t subtype, uint32_t uar,
+                           uint32_t offset, uint64_t val);
+/* Post the queued events now (before any later event; VM stopping). */
+void chpp_db_err_flush(ChppHcaState *s);
+/* Schedule the posting of queued events, unless the VM is stopped. */
+void chpp_db_err_kick(ChppHcaState *s);
+extern const VMStateDescription vmstate_chpp_db_err;
+
 /* chpp-hca-regs.c */
 extern const MemoryRegionOps chpp_hca_regs_ops;
 extern const MemoryRegionOps chpp_hca_uar_ops;
@@ -450,8 +480,12 @@ void chpp_eq_reset(ChppHcaState *s);
 bool chpp_eq_post_load(ChppHcaState *s);
 void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
-/* Post to the EQ mapped for eqe->type (async events). */
+/*
+ * Post to the EQ mapped for eqe->type (async events), after the queued
+ * DOORBELL_ERROR events; chpp_event_post_now() does not post those first.
+ */
 void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
+void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe);
 /* Post to EQ @eqn (completion events of a CQ). */
 void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe);
 uint8_t chpp_cmd_sw2hw_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);

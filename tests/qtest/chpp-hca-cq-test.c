@@ -326,8 +326,9 @@ static void cq_db_raw(ChppDev *d, uint16_t uar, uint64_t val)
                    (uint64_t)uar * CHPP_UAR_PAGE_SIZE + CHPP_UAR_CQ_DB, val);
 }
 
+/* The event carries all 64 bits of the value (ABI 1.2: value_hi). */
 static void assert_db_error(ChppDev *d, uint64_t eq_ring, uint32_t *slot,
-                            uint32_t uar, uint32_t value)
+                            uint32_t uar, uint64_t value)
 {
     struct chpp_eqe eqe;
 
@@ -338,7 +339,10 @@ static void assert_db_error(ChppDev *d, uint64_t eq_ring, uint32_t *slot,
     g_assert_cmpuint(eqe.subtype, ==, CHPP_DB_ERR_BAD_VALUE);
     g_assert_cmphex(le32_to_cpu(eqe.event.db_error.offset), ==,
                     CHPP_UAR_CQ_DB);
-    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value), ==, value);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value), ==,
+                    (uint32_t)value);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value_hi), ==,
+                    value >> 32);
     g_assert_cmpuint(le32_to_cpu(eqe.event.db_error.uar), ==, uar);
     g_assert_cmphex(le32_to_cpu(eqe.owner), ==, CHPP_EQE_OWNER);
     (*slot)++;
@@ -395,9 +399,10 @@ static void test_cq_doorbells(void)
 
     /* Consumer index past the producer (the CQ is empty), or backwards. */
     cq_db_raw(d, 2, db_val(1, CHPP_CQ_DB_SET_CI, 1));
-    assert_db_error(d, eq_ring, &slot, 2, 1);
+    assert_db_error(d, eq_ring, &slot, 2, db_val(1, CHPP_CQ_DB_SET_CI, 1));
     cq_db_raw(d, 2, db_val(1, CHPP_CQ_DB_ARM_NEXT, 0xffffff));
-    assert_db_error(d, eq_ring, &slot, 2, db_val(1, CHPP_CQ_DB_ARM_NEXT, 0));
+    assert_db_error(d, eq_ring, &slot, 2,
+                    db_val(1, CHPP_CQ_DB_ARM_NEXT, 0xffffff));
     /* The right CQ through another process's UAR page. */
     cq_db_raw(d, 3, db_val(1, CHPP_CQ_DB_ARM_SOL, 0));
     assert_db_error(d, eq_ring, &slot, 3, db_val(1, CHPP_CQ_DB_ARM_SOL, 0));
@@ -418,7 +423,7 @@ static void test_cq_doorbells(void)
     /* Reserved bits. */
     for (i = 0; i < ARRAY_SIZE(bad_vals); i++) {
         cq_db_raw(d, 2, bad_vals[i]);
-        assert_db_error(d, eq_ring, &slot, 2, (uint32_t)bad_vals[i]);
+        assert_db_error(d, eq_ring, &slot, 2, bad_vals[i]);
     }
     /* The CQ doorbell is 64 bits wide: a 32-bit write is refused. */
     qpci_io_writel(d->pdev, d->bar2, 2 * CHPP_UAR_PAGE_SIZE + CHPP_UAR_CQ_DB,

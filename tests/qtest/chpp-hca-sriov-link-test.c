@@ -8,6 +8,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 #define MR_ALL      (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
@@ -21,7 +22,8 @@ typedef struct Pair {
     ChppNode pf[2];
 } Pair;
 
-static void pair_start(Pair *t, int nvfs)
+/* Node 2's PF gets the properties @props2 (NULL: none) too. */
+static void pair_start_props(Pair *t, int nvfs, const char *props2)
 {
     g_autofree char *path = NULL;
     int i;
@@ -29,8 +31,9 @@ static void pair_start(Pair *t, int nvfs)
     t->dir = g_dir_make_tmp("chpp-sriov-link-XXXXXX", NULL);
     path = g_strdup_printf("%s/lnk", t->dir);
     for (i = 0; i < 2; i++) {
-        g_autofree char *props = g_strdup_printf("node-id=%d,chardev=lnk",
-                                                 i + 1);
+        g_autofree char *props = g_strdup_printf(
+            "node-id=%d,chardev=lnk%s%s", i + 1, i && props2 ? "," : "",
+            i && props2 ? props2 : "");
         g_autofree char *extra = g_strdup_printf(
             "-chardev socket,id=lnk,path=%s,%s", path,
             i ? "reconnect=1" : "server=on,wait=off");
@@ -41,6 +44,11 @@ static void pair_start(Pair *t, int nvfs)
         chpp_node_setup(&t->pf[i], t->p[i]->d, i + 1, 0);
     }
     chpp_node_wait_link(&t->pf[0], &t->pf[1], true);
+}
+
+static void pair_start(Pair *t, int nvfs)
+{
+    pair_start_props(t, nvfs, NULL);
 }
 
 static void pair_stop(Pair *t)
@@ -192,6 +200,65 @@ static void test_remote_vf_disabled(void)
     pair_stop(&t);
 }
 
+/*
+ * Frames a VF received but had not processed when the link went down are
+ * dropped and counted in that VF, like the PF's: nothing of the old
+ * connection is processed afterwards.  Node 2's engine runs only when its
+ * clock is stepped, so the frames wait in its VF's queue.
+ */
+static void test_link_down_drops_vf_frames(void)
+{
+    Pair t;
+    ChppNode a, b;
+    uint64_t ab, bb;
+    uint32_t ak, bk, pf_dropped;
+    int64_t end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    struct chpp_cqe cqe;
+    ChppTSge sge;
+    QDict *rsp;
+    int i;
+
+    pair_start_props(&t, 1, "id=hca,engine-delay-ns=1000000");
+    chpp_node_setup(&a, t.p[0]->vf[1], 1, 1);
+    chpp_node_setup(&b, t.p[1]->vf[1], 2, 1);
+    chpp_node_qp(&a, 0, 0x51, 6, 9);
+    chpp_node_qp(&b, 0, 0x62, 6, 9);
+    chpp_node_connect(&a, &b, 20, 7);
+    chpp_node_connect(&b, &a, 20, 7);
+    ab = buf_mr(&a, 4096, &ak);
+    bb = buf_mr(&b, 4096, &bk);
+    sge = (ChppTSge) { bb, 4096, bk };
+    chpp_post_recvs(b.d, &b.qp, 10, &sge, 1, 3);
+    for (i = 0; i < 3; i++) {
+        post(&a, CHPP_WQE_NAP, 0, 20 + i, ab, 64, ak, 0, 0);
+    }
+    /* Node 2 decoded them into VF1's queue; its engine has not run. */
+    while (chpp_counter(b.d, CHPP_CNT_PKTS_RX) < 3) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_PKTS_RX), ==, 3);
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+    pf_dropped = chpp_counter(t.p[1]->d, CHPP_CNT_PKTS_DROPPED);
+
+    rsp = qtest_qmp(t.p[1]->d->qts, "{'execute': 'qom-set', 'arguments': "
+                    "{'path': '/machine/peripheral/hca', "
+                    "'property': 'fault-cut', 'value': true}}");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_PKTS_DROPPED), ==, 3);
+    g_assert_cmpuint(chpp_counter(t.p[1]->d, CHPP_CNT_PKTS_DROPPED), ==,
+                     pf_dropped);
+
+    /* Node 2's engine runs: none of them reaches VF1's receive queue. */
+    for (i = 0; i < 50; i++) {
+        qtest_clock_step(t.p[1]->d->qts, 1000000);
+    }
+    g_assert_false(chpp_cqe_valid(b.d, &b.cq[RCQ], &cqe));
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_CQES), ==, 0);
+    pair_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -202,5 +269,7 @@ int main(int argc, char **argv)
                    test_vf_to_remote_vf);
     qtest_add_func("/chpp-hca/sriov-link/remote-vf-disabled",
                    test_remote_vf_disabled);
+    qtest_add_func("/chpp-hca/sriov-link/link-down-drops-vf-frames",
+                   test_link_down_drops_vf_frames);
     return g_test_run();
 }

@@ -24,7 +24,7 @@
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      1
+#define CHPP_ABI_VERSION_MINOR      2
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -489,12 +489,21 @@ struct chpp_eqe_eq_overflow {
 #define CHPP_DB_ERR_FIFO_OVERFLOW   1   /* the doorbell FIFO was full */
 #define CHPP_DB_ERR_UAR_NONE        0xffffffffu /* doorbell was in BAR0 */
 
+/*
+ * At most CHPP_DB_ERR_QUEUE_DEPTH refused doorbells of a function wait for
+ * their DOORBELL_ERROR event; the event of one more is dropped (counted in
+ * CHPP_CNT_EVENTS_DROPPED).
+ */
+#define CHPP_DB_ERR_QUEUE_DEPTH     64
+
 struct chpp_eqe_doorbell_error {
     uint32_t offset;            /* offset of the doorbell (BAR0 or UAR) */
-    uint32_t value;             /* the value written (low 32 bits) */
+    uint32_t value;             /* the value written, bits 31:0 */
     uint32_t uar;               /* UAR page, or 0xffffffff for BAR0 */
-    uint32_t reserved[3];
+    uint32_t value_hi;          /* ABI 1.2: bits 63:32 (0: 32-bit write) */
+    uint32_t reserved[2];
 };
+CHPP_ABI_ASSERT_SIZE(struct chpp_eqe_doorbell_error, 24);
 
 /* VF_FLR event (to the PF). */
 struct chpp_eqe_vf {

@@ -1,0 +1,202 @@
+/*
+ * chpp-hca refused doorbells: the MMIO handler only counts, logs and
+ * queues; the DOORBELL_ERROR EQE is written later, outside the vCPU.  With
+ * the VM stopped nothing reaches guest memory until it runs again, the
+ * queue is bounded (the surplus is dropped and counted), events keep their
+ * order, and queued events survive migration.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "chpp-hca-qtest.h"
+
+#define EQ_SIZE     128
+#define UAR         1
+#define CQN_NONE    5           /* never created: its doorbells are refused */
+#define EQ_NONE     3           /* never created */
+
+static uint64_t bad_cq_db(uint32_t ci)
+{
+    return (uint64_t)ci << CHPP_CQ_DB_CI_SHIFT |
+           CHPP_CQ_DB_ARM_NEXT << CHPP_CQ_DB_CMD_SHIFT | CQN_NONE;
+}
+
+static void ring_bad_cq_db(ChppDev *d, uint32_t ci)
+{
+    qpci_io_writeq(d->pdev, d->bar2,
+                   (uint64_t)UAR * CHPP_UAR_PAGE_SIZE + CHPP_UAR_CQ_DB,
+                   bad_cq_db(ci));
+}
+
+static void qmp_ok(ChppDev *d, const char *cmd)
+{
+    qtest_qmp_assert_success(d->qts, "{ 'execute': %s }", cmd);
+}
+
+/* EQ 0 of EQ_SIZE entries gets the DOORBELL_ERROR events. */
+static uint64_t setup(ChppDev *d)
+{
+    uint64_t ring;
+
+    chpp_init_hca(d);
+    ring = chpp_create_eq(d, 0, EQ_SIZE, 0, false);
+    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_DOORBELL_ERROR,
+                                false), ==, CHPP_STAT_OK);
+    return ring;
+}
+
+static bool eqe_valid(ChppDev *d, uint64_t ring, uint32_t slot,
+                      struct chpp_eqe *eqe)
+{
+    chpp_read_eqe(d, ring, slot, eqe);
+    return le32_to_cpu(eqe->owner) == CHPP_EQE_OWNER;
+}
+
+/* Wait (main loop iterations and clock steps) for the EQE at @slot. */
+static void wait_eqe(ChppDev *d, uint64_t ring, uint32_t slot,
+                     struct chpp_eqe *eqe)
+{
+    int i;
+
+    for (i = 0; i < 1000 && !eqe_valid(d, ring, slot, eqe); i++) {
+        qtest_clock_step(d->qts, 1000);
+    }
+    g_assert(eqe_valid(d, ring, slot, eqe));
+}
+
+static void assert_cq_db_event(const struct chpp_eqe *eqe, uint32_t ci)
+{
+    g_assert_cmpuint(eqe->type, ==, CHPP_EVENT_DOORBELL_ERROR);
+    g_assert_cmpuint(eqe->subtype, ==, CHPP_DB_ERR_BAD_VALUE);
+    g_assert_cmphex(le32_to_cpu(eqe->event.db_error.offset), ==,
+                    CHPP_UAR_CQ_DB);
+    g_assert_cmpuint(le32_to_cpu(eqe->event.db_error.uar), ==, UAR);
+    g_assert_cmphex(le32_to_cpu(eqe->event.db_error.value), ==,
+                    (uint32_t)bad_cq_db(ci));
+    /* The high half is the consumer index. */
+    g_assert_cmphex(le32_to_cpu(eqe->event.db_error.value_hi), ==, ci);
+}
+
+/* Nothing is written while the VM stands still; all of it once it runs. */
+static void test_deferred(void)
+{
+    ChppDev *d = chpp_start(NULL, NULL);
+    uint64_t ring = setup(d);
+    struct chpp_eqe eqe;
+    int i;
+
+    qmp_ok(d, "stop");
+    ring_bad_cq_db(d, 0x123456);
+    /* The handler counted and logged it... */
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_DB_ERRORS), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_GUEST_ERRORS), ==, 1);
+    /* ...but wrote no guest memory, however long the VM stays stopped. */
+    for (i = 0; i < 20; i++) {
+        g_assert_false(eqe_valid(d, ring, 0, &eqe));
+        g_assert_cmpuint(eqe.type, ==, 0);
+        g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==, 0);
+    }
+    qmp_ok(d, "cont");
+    wait_eqe(d, ring, 0, &eqe);
+    assert_cq_db_event(&eqe, 0x123456);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS_DROPPED), ==, 0);
+    chpp_stop(d);
+}
+
+/*
+ * CHPP_DB_ERR_QUEUE_DEPTH events wait at most, in order (a BAR0 EQ
+ * doorbell and UAR doorbells share the queue); the rest are dropped and
+ * counted, while every refused doorbell is still counted and logged.
+ */
+static void test_bounded_in_order(void)
+{
+    ChppDev *d = chpp_start(NULL, NULL);
+    uint64_t ring = setup(d);
+    struct chpp_eqe eqe;
+    uint32_t i, extra = 3;
+
+    qmp_ok(d, "stop");
+    chpp_eq_db(d, EQ_NONE, 7, false);
+    for (i = 0; i < CHPP_DB_ERR_QUEUE_DEPTH - 1 + extra; i++) {
+        ring_bad_cq_db(d, i);
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_DB_ERRORS), ==,
+                     CHPP_DB_ERR_QUEUE_DEPTH + extra);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_GUEST_ERRORS), ==,
+                     CHPP_DB_ERR_QUEUE_DEPTH + extra);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS_DROPPED), ==, extra);
+    g_assert_false(eqe_valid(d, ring, 0, &eqe));
+    qmp_ok(d, "cont");
+
+    wait_eqe(d, ring, CHPP_DB_ERR_QUEUE_DEPTH - 1, &eqe);
+    chpp_read_eqe(d, ring, 0, &eqe);
+    g_assert_cmpuint(eqe.type, ==, CHPP_EVENT_DOORBELL_ERROR);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.offset), ==,
+                    CHPP_REG_EQ_DB(EQ_NONE));
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value), ==, 7);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value_hi), ==, 0);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.uar), ==,
+                    CHPP_DB_ERR_UAR_NONE);
+    for (i = 1; i < CHPP_DB_ERR_QUEUE_DEPTH; i++) {
+        g_assert(eqe_valid(d, ring, i, &eqe));
+        assert_cq_db_event(&eqe, i - 1);
+    }
+    qtest_clock_step(d->qts, 1000000);
+    g_assert_false(eqe_valid(d, ring, CHPP_DB_ERR_QUEUE_DEPTH, &eqe));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==,
+                     CHPP_DB_ERR_QUEUE_DEPTH);
+
+    /* The queue drained: the next refused doorbell is reported again. */
+    ring_bad_cq_db(d, 0xabcdef);
+    wait_eqe(d, ring, CHPP_DB_ERR_QUEUE_DEPTH, &eqe);
+    assert_cq_db_event(&eqe, 0xabcdef);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS_DROPPED), ==, extra);
+    chpp_stop(d);
+}
+
+/* An event still queued when the state is saved is posted on arrival. */
+static void test_migrated(void)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("chpp-dberr-XXXXXX", NULL);
+    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
+    g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
+    ChppDev *src = chpp_start(NULL, NULL);
+    uint64_t ring = setup(src);
+    struct chpp_eqe eqe;
+    ChppDev *dst;
+
+    qmp_ok(src, "stop");
+    ring_bad_cq_db(src, 0x654321);
+    g_assert_false(eqe_valid(src, ring, 0, &eqe));
+
+    dst = chpp_start_incoming(NULL, uri);
+    migrate(src->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, src);
+    g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_DB_ERRORS), ==, 1);
+    g_assert_false(eqe_valid(dst, ring, 0, &eqe));
+    qmp_ok(dst, "cont");
+    wait_eqe(dst, ring, 0, &eqe);
+    assert_cq_db_event(&eqe, 0x654321);
+    g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_EVENTS), ==, 1);
+    chpp_stop(src);
+    chpp_stop(dst);
+    unlink(sock);
+    rmdir(tmpdir);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    if (!qtest_has_machine("q35")) {
+        g_test_message("q35 machine missing: this QEMU cannot run chpp-hca");
+        return 1;
+    }
+    qtest_add_func("/chpp-hca/db-error/deferred", test_deferred);
+    qtest_add_func("/chpp-hca/db-error/bounded-in-order",
+                   test_bounded_in_order);
+    qtest_add_func("/chpp-hca/db-error/migrated", test_migrated);
+    return g_test_run();
+}
