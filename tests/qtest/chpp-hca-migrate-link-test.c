@@ -4,20 +4,21 @@
  *
  * Node 1 (server side of the link socket) and node 2 (client side), each a
  * PF with two VFs.  VF1 of node 1 talks to VF2 of node 2, and the PFs talk
- * to each other.  When node 2 is migrated:
+ * to each other.  When one node is migrated:
  *   - a SEND PF1 -> PF2 waits out RNR NAKs (PF2 has no receive yet);
  *   - node 1 holds every frame it sends (fault-delay-ns), so a long PUT
- *     VF2 -> VF1 is executed on node 1 but not acknowledged, and a
- *     SEND queued behind it on the same QP waits too; a GET and a PUT
- *     VF1 -> VF2 never left node 1 (the held frames die with the link);
+ *     and a SEND VF2 -> VF1 are executed on node 1 but not acknowledged,
+ *     14 GETs VF2 <- VF1 are in flight (their responses held) and 6 more
+ *     are rung but not started (16 WQEs in flight at most); a GET and a
+ *     PUT VF1 -> VF2 never left node 1 (the held frames die with the link);
  *   - a PUT PF2 -> PF1 is written on PF2's SQ but not rung.
- * The destination connects to the same socket as the source; when the
- * source goes away node 1 accepts it and the handshake brings the link
- * back.  Then every transfer completes exactly once with its bytes checked
- * on both sides (retransmissions allowed, no WQE started twice, no
- * receive consumed twice, no late duplicate writing memory again), both
- * ports go DOWN and come back ACTIVE with events, and new work runs.
- * Once with the link's reader thread, once with QEMU's chardev path.
+ * The destination takes the source's place on the link socket and the
+ * handshake brings the link back.  Then every transfer completes exactly
+ * once with its bytes checked on both sides (retransmissions allowed; no
+ * WQE started twice, no receive consumed twice, no late duplicate writing
+ * memory again), every port goes DOWN and comes back ACTIVE with an event
+ * each, and new work runs.  Node 2 (client side) or node 1 (server side)
+ * is migrated, with the link's reader thread and with the chardev path.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -55,9 +56,9 @@ typedef struct Pair {
     Fn vf[2];               /* VF1 of node 1, VF2 of node 2 */
 } Pair;
 
-static char *link_chardev(Pair *t, int node)
+static char *link_chardev(const char *path, int node)
 {
-    return g_strdup_printf("-chardev socket,id=lnk,path=%s,%s", t->path,
+    return g_strdup_printf("-chardev socket,id=lnk,path=%s,%s", path,
                            node ? "reconnect=1" : "server=on,wait=off");
 }
 
@@ -83,7 +84,7 @@ static void pair_start(Pair *t, const char *props)
     t->path = g_strdup_printf("%s/lnk", t->dir);
     for (i = 0; i < 2; i++) {
         g_autofree char *p = dev_props(t, i);
-        g_autofree char *extra = link_chardev(t, i);
+        g_autofree char *extra = link_chardev(t->path, i);
 
         t->p[i] = chpp_pf_start(p, extra);
         chpp_pf_vfs_set(t->p[i], 2);
@@ -255,11 +256,17 @@ static void assert_linked(Fn *f, uint16_t peer)
 #define O_RECV      (352 * 1024)    /* both receives of a pair land here */
 #define O_GET       (384 * 1024)
 #define O_PUT       (448 * 1024)
+#define O_READS     (416 * 1024)
+#define NREADS      20          /* GETs VF2 <- VF1 */
+/* WQEs of a QP in flight at most (docs/work-requests.md). */
+#define INFLIGHT    16
+#define CHUNK       64
 
 #define NFN         4
 #define CNT(f, c)   chpp_counter((f)->n.d, (c))
 
-static void test_migrate_with_work(const char *props)
+/* @mig: the node migrated, 0 (node 1, server side) or 1 (node 2). */
+static void test_migrate_with_work(const char *props, int mig)
 {
     Pair t;
     Fn *all[NFN];
@@ -267,6 +274,7 @@ static void test_migrate_with_work(const char *props)
     g_autofree char *uri = NULL;
     g_autofree char *extra = NULL;
     g_autofree char *dprops = NULL;
+    g_autofree char *dpath = NULL;
     char *ev;
     ChppDev *dst;
     int i;
@@ -309,6 +317,12 @@ static void test_migrate_with_work(const char *props)
     post(&t.vf[1], CHPP_WQE_PUT, 0x41, O_LONG, PUT_LONG, &t.vf[0], O_LONG,
          true);
     post(&t.vf[1], CHPP_WQE_SEND, 0x42, O_SEND, 2048, NULL, 0, true);
+    /* And GETs: 14 start (16 WQEs in flight at most), 6 rung wait. */
+    chpp_fill(t.vf[0].n.d, t.vf[0].buf + O_READS, NREADS * CHUNK, 13);
+    for (i = 0; i < NREADS; i++) {
+        post(&t.vf[1], CHPP_WQE_GET, 0x100 + i, O_READS + i * CHUNK, CHUNK,
+             &t.vf[0], O_READS + i * CHUNK, true);
+    }
     /* A GET and a PUT VF1 -> VF2: held on node 1, they never leave. */
     chpp_fill(t.vf[1].n.d, t.vf[1].buf + O_GET, 30000, 6);
     chpp_fill(t.vf[0].n.d, t.vf[0].buf + O_PUT, 50000, 7);
@@ -319,7 +333,7 @@ static void test_migrate_with_work(const char *props)
     post(&t.pf[1], CHPP_WQE_PUT, 0x61, O_PUT, 8192, &t.pf[0], O_PUT, false);
 
     /* Node 1 executed part of the long PUT, and its ACKs are held. */
-    for (i = 0; i < 5000 && CNT(&t.vf[0], CHPP_CNT_PKTS_RX) < 10; i++) {
+    for (i = 0; i < 5000 && CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT; i++) {
         g_usleep(1000);
     }
     g_assert_cmpuint(CNT(&t.vf[0], CHPP_CNT_PKTS_RX), >=, 10);
@@ -342,23 +356,33 @@ static void test_migrate_with_work(const char *props)
     g_test_message("before: VF1 rx %u pkts, recv done %d; node 1 held %u",
                    CNT(&t.vf[0], CHPP_CNT_PKTS_RX),
                    !cq_empty(&t.vf[0], RCQ), held);
-    /* Started: PF1's SEND, VF1's GET and PUT, at least VF2's PUT. */
+    /* Started: PF1's SEND, VF1's GET and PUT, VF2's PUT, SEND, 14 GETs. */
     g_assert_cmpuint(wqes[0], ==, 1);
     g_assert_cmpuint(wqes[1], ==, 3);
     g_assert_cmpuint(wqes[2], ==, 1);
-    g_assert_cmpuint(wqes[3], >=, 1);
+    g_assert_cmpuint(wqes[3], ==, INFLIGHT);
 
-    /* Migrate node 2 to a QEMU on the same link socket (client side). */
+    /*
+     * Migrate to a QEMU with the same chardev.  A client destination
+     * connects at once and waits in the server's backlog until the source
+     * goes.  A server destination listens on a path of its own, moved to
+     * the link's path once the source has quit (a listening QEMU removes
+     * its path when it exits); the peer's client reconnects to it.
+     */
     uri = g_strdup_printf("unix:%s/mig", t.dir);
-    extra = link_chardev(&t, 1);
-    dprops = dev_props(&t, 1);
+    dpath = g_strdup_printf("%s/lnk-dst", t.dir);
+    extra = link_chardev(mig ? t.path : dpath, mig);
+    dprops = dev_props(&t, mig);
     dst = chpp_start_incoming_extra(dprops, extra, uri);
-    migrate(t.p[1]->d->qs, dst->qs, uri);
+    migrate(t.p[mig]->d->qs, dst->qs, uri);
     /* Node 1 stops holding frames; the held ones die with the link. */
     qom_set_u64(t.p[0]->d, "fault-delay-ns", 0);
-    t.p[1] = chpp_pf_adopt_migrated(dst, t.p[1]);   /* source quits */
-    t.pf[1].n.d = t.p[1]->d;
-    t.vf[1].n.d = t.p[1]->vf[2];
+    t.p[mig] = chpp_pf_adopt_migrated(dst, t.p[mig]);   /* source quits */
+    t.pf[mig].n.d = t.p[mig]->d;
+    t.vf[mig].n.d = t.p[mig]->vf[mig + 1];
+    if (!mig) {
+        g_assert_cmpint(rename(dpath, t.path), ==, 0);
+    }
 
     /* The link comes back with the destination (no clock moved). */
     chpp_node_wait_link(&t.pf[0].n, &t.pf[1].n, true);
@@ -366,10 +390,12 @@ static void test_migrate_with_work(const char *props)
     assert_linked(&t.vf[0], 2);
     assert_linked(&t.pf[1], 1);
     assert_linked(&t.vf[1], 1);
-    g_assert_cmpuint(CNT(&t.pf[0], CHPP_CNT_LINK_DOWNS), ==, downs[0] + 1);
-    g_assert_cmpuint(CNT(&t.pf[0], CHPP_CNT_LINK_UPS), ==, ups[0] + 1);
-    g_assert_cmpuint(CNT(&t.pf[1], CHPP_CNT_LINK_DOWNS), ==, downs[1]);
-    g_assert_cmpuint(CNT(&t.pf[1], CHPP_CNT_LINK_UPS), ==, ups[1] + 1);
+    /* The peer saw the link go down and up; the destination only up. */
+    g_assert_cmpuint(CNT(&t.pf[!mig], CHPP_CNT_LINK_DOWNS), ==,
+                     downs[!mig] + 1);
+    g_assert_cmpuint(CNT(&t.pf[!mig], CHPP_CNT_LINK_UPS), ==, ups[!mig] + 1);
+    g_assert_cmpuint(CNT(&t.pf[mig], CHPP_CNT_LINK_DOWNS), ==, downs[mig]);
+    g_assert_cmpuint(CNT(&t.pf[mig], CHPP_CNT_LINK_UPS), ==, ups[mig] + 1);
     for (i = 0; i < 2; i++) {
         g_assert_cmpint(reader_thread(t.p[i]->d), ==, !*props);
     }
@@ -389,6 +415,10 @@ static void test_migrate_with_work(const char *props)
     expect(&t, &t.vf[1], SCQ, 0x41, CHPP_CQE_OP_RDMA_WRITE, PUT_LONG);
     expect(&t, &t.vf[1], SCQ, 0x42, CHPP_CQE_OP_SEND, 2048);
     expect(&t, &t.vf[0], RCQ, 0x31, CHPP_CQE_OP_RECV, 2048);
+    for (i = 0; i < NREADS; i++) {
+        expect(&t, &t.vf[1], SCQ, 0x100 + i, CHPP_CQE_OP_RDMA_READ, CHUNK);
+    }
+    chpp_check(t.vf[1].n.d, t.vf[1].buf + O_READS, NREADS * CHUNK, 13);
     chpp_check(t.vf[0].n.d, t.vf[0].buf + O_LONG, PUT_LONG, 4);
     chpp_check(t.vf[0].n.d, t.vf[0].buf + O_RECV, 2048, 5);
     /* The GET and the PUT VF1 -> VF2 that node 1 had held. */
@@ -423,12 +453,12 @@ static void test_migrate_with_work(const char *props)
     g_assert_cmpuint(CNT(&t.pf[0], CHPP_CNT_WQES), ==, wqes[0]);
     g_assert_cmpuint(CNT(&t.vf[0], CHPP_CNT_WQES), ==, wqes[1]);
     g_assert_cmpuint(CNT(&t.pf[1], CHPP_CNT_WQES), ==, wqes[2] + 1);
-    g_assert_cmpuint(CNT(&t.vf[1], CHPP_CNT_WQES), ==, 2);
+    g_assert_cmpuint(CNT(&t.vf[1], CHPP_CNT_WQES), ==, 2 + NREADS);
     /* One CQE per completion since the start, whenever it was written. */
     g_assert_cmpuint(CNT(&t.pf[0], CHPP_CNT_CQES), ==, 1);
     g_assert_cmpuint(CNT(&t.vf[0], CHPP_CNT_CQES), ==, 4);
     g_assert_cmpuint(CNT(&t.pf[1], CHPP_CNT_CQES), ==, 3);
-    g_assert_cmpuint(CNT(&t.vf[1], CHPP_CNT_CQES), ==, 2);
+    g_assert_cmpuint(CNT(&t.vf[1], CHPP_CNT_CQES), ==, 2 + NREADS);
     /* Lost frames were sent again: the held requests and ACKs. */
     g_assert_cmpuint(CNT(&t.vf[0], CHPP_CNT_RETRANSMITS), >=, 1);
     g_assert_cmpuint(CNT(&t.vf[1], CHPP_CNT_RETRANSMITS), >=, 1);
@@ -462,14 +492,24 @@ static void test_migrate_with_work(const char *props)
     pair_stop(&t);
 }
 
-static void test_reader_thread(void)
+static void test_client_thread(void)
 {
-    test_migrate_with_work("");
+    test_migrate_with_work("", 1);
 }
 
-static void test_chardev_path(void)
+static void test_client_chardev(void)
 {
-    test_migrate_with_work(",link-thread=off");
+    test_migrate_with_work(",link-thread=off", 1);
+}
+
+static void test_server_thread(void)
+{
+    test_migrate_with_work("", 0);
+}
+
+static void test_server_chardev(void)
+{
+    test_migrate_with_work(",link-thread=off", 0);
 }
 
 int main(int argc, char **argv)
@@ -478,9 +518,13 @@ int main(int argc, char **argv)
     if (!qtest_has_machine("q35")) {
         return 1;
     }
-    qtest_add_func("/chpp-hca/migrate-link/work-outstanding",
-                   test_reader_thread);
-    qtest_add_func("/chpp-hca/migrate-link/chardev-path/work-outstanding",
-                   test_chardev_path);
+    qtest_add_func("/chpp-hca/migrate-link/client-side",
+                   test_client_thread);
+    qtest_add_func("/chpp-hca/migrate-link/server-side",
+                   test_server_thread);
+    qtest_add_func("/chpp-hca/migrate-link/chardev-path/client-side",
+                   test_client_chardev);
+    qtest_add_func("/chpp-hca/migrate-link/chardev-path/server-side",
+                   test_server_chardev);
     return g_test_run();
 }
