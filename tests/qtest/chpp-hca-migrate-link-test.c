@@ -7,7 +7,7 @@
  * to each other.  When one node is migrated:
  *   - a SEND PF1 -> PF2 waits out RNR NAKs (PF2 has no receive yet);
  *   - node 1 holds every frame it sends (fault-delay-ns), so a long PUT
- *     and a SEND VF2 -> VF1 are executed on node 1 but not acknowledged,
+ *     and a NAP VF2 -> VF1 are executed on node 1 but not acknowledged,
  *     14 GETs VF2 <- VF1 are in flight (their responses held) and 6 more
  *     are rung but not started (16 WQEs in flight at most); a GET and a
  *     PUT VF1 -> VF2 never left node 1 (the held frames die with the link);
@@ -277,6 +277,7 @@ static void test_migrate_with_work(const char *props, int mig)
     g_autofree char *dpath = NULL;
     char *ev;
     ChppDev *dst;
+    int64_t end;
     int i;
 
     pair_start(&t, props);
@@ -303,20 +304,22 @@ static void test_migrate_with_work(const char *props, int mig)
     /* 1. SEND PF1 -> PF2 waiting out RNR NAKs: PF2 has no receive. */
     chpp_fill(t.pf[0].n.d, t.pf[0].buf + O_SEND, 4096, 3);
     post(&t.pf[0], CHPP_WQE_SEND, 0x21, O_SEND, 4096, NULL, 0, true);
-    for (i = 0; i < 1000 && !CNT(&t.pf[0], CHPP_CNT_RNR_NAKS); i++) {
+    end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (!CNT(&t.pf[0], CHPP_CNT_RNR_NAKS) &&
+           g_get_monotonic_time() < end) {
         step2(&t, 10000);
     }
     g_assert_cmpuint(CNT(&t.pf[0], CHPP_CNT_RNR_NAKS), >=, 1);
 
     /* 2. Node 1 holds what it sends from now on (ACKs, requests). */
     qom_set_u64(t.p[0]->d, "fault-delay-ns", HOLD_NS);
-    /* A long PUT VF2 -> VF1, then a SEND behind it into a receive. */
+    /* A long PUT VF2 -> VF1, then a NAP (one packet) behind it into a receive. */
     chpp_fill(t.vf[1].n.d, t.vf[1].buf + O_LONG, PUT_LONG, 4);
     chpp_fill(t.vf[1].n.d, t.vf[1].buf + O_SEND, 2048, 5);
     post_recv(&t.vf[0], 0x31, O_RECV, 2);
     post(&t.vf[1], CHPP_WQE_PUT, 0x41, O_LONG, PUT_LONG, &t.vf[0], O_LONG,
          true);
-    post(&t.vf[1], CHPP_WQE_SEND, 0x42, O_SEND, 2048, NULL, 0, true);
+    post(&t.vf[1], CHPP_WQE_NAP, 0x42, O_SEND, 2048, NULL, 0, true);
     /* And GETs: 14 start (16 WQEs in flight at most), 6 rung wait. */
     chpp_fill(t.vf[0].n.d, t.vf[0].buf + O_READS, NREADS * CHUNK, 13);
     for (i = 0; i < NREADS; i++) {
@@ -333,7 +336,9 @@ static void test_migrate_with_work(const char *props, int mig)
     post(&t.pf[1], CHPP_WQE_PUT, 0x61, O_PUT, 8192, &t.pf[0], O_PUT, false);
 
     /* Node 1 executed part of the long PUT, and its ACKs are held. */
-    for (i = 0; i < 5000 && CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT; i++) {
+    end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT &&
+           g_get_monotonic_time() < end) {
         g_usleep(1000);
     }
     g_assert_cmpuint(CNT(&t.vf[0], CHPP_CNT_PKTS_RX), >=, 10);
@@ -341,7 +346,7 @@ static void test_migrate_with_work(const char *props, int mig)
     g_assert_cmpuint(held, >=, 2);
     /*
      * Nothing completed on the senders.  VF1 may already have received
-     * the SEND (node 2 does not wait for ACKs to send it); its
+     * the NAP (node 2 does not wait for ACKs to send it); its
      * retransmission must then not take VF1's second receive.
      */
     for (i = 0; i < NFN; i++) {
@@ -356,7 +361,7 @@ static void test_migrate_with_work(const char *props, int mig)
     g_test_message("before: VF1 rx %u pkts, recv done %d; node 1 held %u",
                    CNT(&t.vf[0], CHPP_CNT_PKTS_RX),
                    !cq_empty(&t.vf[0], RCQ), held);
-    /* Started: PF1's SEND, VF1's GET and PUT, VF2's PUT, SEND, 14 GETs. */
+    /* Started: PF1's SEND, VF1's GET and PUT, VF2's PUT, NAP, 14 GETs. */
     g_assert_cmpuint(wqes[0], ==, 1);
     g_assert_cmpuint(wqes[1], ==, 3);
     g_assert_cmpuint(wqes[2], ==, 1);
@@ -411,7 +416,7 @@ static void test_migrate_with_work(const char *props, int mig)
     expect(&t, &t.pf[0], SCQ, 0x21, CHPP_CQE_OP_SEND, 4096);
     expect(&t, &t.pf[1], RCQ, 0x71, CHPP_CQE_OP_RECV, 4096);
     chpp_check(t.pf[1].n.d, t.pf[1].buf + O_RECV, 4096, 3);
-    /* The long PUT and the SEND behind it, VF2 -> VF1. */
+    /* The long PUT and the NAP behind it, VF2 -> VF1. */
     expect(&t, &t.vf[1], SCQ, 0x41, CHPP_CQE_OP_RDMA_WRITE, PUT_LONG);
     expect(&t, &t.vf[1], SCQ, 0x42, CHPP_CQE_OP_SEND, 2048);
     expect(&t, &t.vf[0], RCQ, 0x31, CHPP_CQE_OP_RECV, 2048);
