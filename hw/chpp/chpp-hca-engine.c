@@ -315,6 +315,7 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
 
     if (running) {
         s->engine_stopped = false;
+        chpp_port_vm_running(s);
         chpp_engine_kick(s);
         chpp_db_err_kick(s);
         return;

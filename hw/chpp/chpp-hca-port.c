@@ -87,7 +87,8 @@ void chpp_port_link_changed(ChppHcaState *s)
 {
     unsigned i;
 
-    if (!s->hca_init) {
+    /* A stopped VM's memory is not written: chpp_port_vm_running() will. */
+    if (!s->hca_init || s->engine_stopped) {
         return;
     }
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
@@ -133,12 +134,13 @@ void chpp_port_reset(ChppHcaState *s)
     }
 }
 
-/* The link is not migrated: the port follows this side's link silently. */
-void chpp_port_post_load(ChppHcaState *s)
+/*
+ * The link is not migrated: the port state loaded is the one the guest
+ * last saw.  When the VM runs (again), the port follows this side's link,
+ * and a difference posts PORT_CHANGE: a migration destination whose link
+ * is not up yet reports DOWN, then ACTIVE once the handshake is done.
+ */
+void chpp_port_vm_running(ChppHcaState *s)
 {
-    unsigned i;
-
-    for (i = 0; i < CHPP_NUM_PORTS; i++) {
-        s->port_state[i] = chpp_port_want(s, i);
-    }
+    chpp_port_link_changed(s);
 }

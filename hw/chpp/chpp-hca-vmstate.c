@@ -60,7 +60,6 @@ static int chpp_function_post_load(void *opaque, int version_id)
     }
     chpp_cmd_post_load(s);
     chpp_engine_post_load(s);
-    chpp_port_post_load(s);
     return 0;
 }
 

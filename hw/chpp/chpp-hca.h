@@ -470,7 +470,7 @@ uint32_t chpp_link_status(ChppHcaState *s);
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);
 void chpp_port_link_changed(ChppHcaState *s);
-void chpp_port_post_load(ChppHcaState *s);
+void chpp_port_vm_running(ChppHcaState *s);
 uint8_t chpp_cmd_init_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_close_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
