@@ -439,8 +439,8 @@ static int ct_run(void)
 out:
 	if (!err)
 		snprintf(ct.result, sizeof(ct.result),
-			 "PASS node %u <-> node %u: SEND %u B, RDMA_WRITE %u B, RDMA_READ %u B, FETCH_ADD, CMP_SWAP, WRITE_WITH_IMM %u B both ways, bytes verified (%d completion interrupts)\n",
-			 me, peer, LEN_SEND, LEN_WRITE, LEN_READ, LEN_WIMM,
+			 "PASS LID %u <-> LID %u: SEND %u B, RDMA_WRITE %u B, RDMA_READ %u B, FETCH_ADD, CMP_SWAP, WRITE_WITH_IMM %u B both ways, bytes verified (%d completion interrupts)\n",
+			 ct.lid, ct.peer_lid, LEN_SEND, LEN_WRITE, LEN_READ, LEN_WIMM,
 			 atomic_read(&ct.comp_irqs));
 	pr_info("chpp_test: %s", ct.result);
 	return err;

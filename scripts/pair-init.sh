@@ -281,7 +281,7 @@ rmmod chpp_hca || fail "rmmod chpp_hca with a VF enabled"
 if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
     fail "kernel log has warnings or device errors (VF stage)"
 fi
-VFSTAGE="; VFs enabled/disabled x2, VF reset, VF traffic $(echo "$VRES" | sed -n 's/^PASS \(node [0-9]* <-> node [0-9]*\).*/\1/p')"
+VFSTAGE="; VFs enabled/disabled x2, VF reset, VF traffic $(echo "$VRES" | sed -n 's/^PASS \(LID [0-9]* <-> LID [0-9]*\).*/\1/p')"
 
 # A fresh driver instance for user-space (OS-bypass) access through uverbs,
 # loopback on this node. Its isolation check makes the device refuse one
