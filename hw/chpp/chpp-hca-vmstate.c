@@ -32,6 +32,12 @@ static int chpp_refuse(ChppHcaState *s, const char *why)
     return -EINVAL;
 }
 
+static int chpp_function_pre_load(void *opaque)
+{
+    chpp_db_err_pre_load(opaque);
+    return 0;
+}
+
 static int chpp_function_post_load(void *opaque, int version_id)
 {
     ChppHcaState *s = opaque;
@@ -73,6 +79,7 @@ static const VMStateDescription vmstate_chpp_function = {
     .name = "chpp-hca-function",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = chpp_function_pre_load,
     .post_load = chpp_function_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, ChppHcaState),
