@@ -200,17 +200,17 @@ static int chpp_db_err_post_load(void *opaque, int version_id)
     unsigned i;
 
     if (version_id == 1 && !chpp_db_err_v1_load(s)) {
-        return -EINVAL;
+        return chpp_refuse(s, "deferred events");
     }
     if (s->db_err_head >= CHPP_DEFERRED_DEPTH ||
         s->db_err_count > CHPP_DEFERRED_DEPTH ||
         chpp_db_err_queued(s, CHPP_EVENT_DOORBELL_ERROR, -1) >
         CHPP_DB_ERR_QUEUE_DEPTH) {
-        return -EINVAL;
+        return chpp_refuse(s, "deferred events");
     }
     for (i = 0; i < s->db_err_count; i++) {
         if (!chpp_db_err_entry_ok(s, chpp_db_err_at(s, i))) {
-            return -EINVAL;
+            return chpp_refuse(s, "deferred events");
         }
     }
     /* Posted once the VM runs (chpp_engine_vm_state kicks). */

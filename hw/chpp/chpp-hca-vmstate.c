@@ -24,7 +24,7 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
-static int chpp_refuse(ChppHcaState *s, const char *why)
+int chpp_refuse(ChppHcaState *s, const char *why)
 {
     trace_chpp_hca_vmstate_refused(s->func, why);
     error_report("chpp-hca: function %u: incoming state refused: %s",

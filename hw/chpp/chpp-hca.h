@@ -495,7 +495,8 @@ void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
 /*
  * Post to the EQ mapped for eqe->type (async events), after the queued
- * DOORBELL_ERROR events; chpp_event_post_now() does not post those first.
+ * DOORBELL_ERROR and VF_FLR events; chpp_event_post_now() does not post
+ * those first.
  */
 void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
 void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe);
@@ -507,6 +508,8 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_hca;
+/* Refuse incoming state (error message, trace); returns -EINVAL. */
+int chpp_refuse(ChppHcaState *s, const char *why);
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;
