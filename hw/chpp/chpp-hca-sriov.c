@@ -118,15 +118,11 @@ void chpp_sriov_reset_pf(ChppHcaState *s)
     }
 }
 
+/* In the config space write: the PF's event is queued, not written. */
 void chpp_sriov_vf_flr(ChppHcaState *s)
 {
-    struct chpp_eqe eqe = {
-        .type = CHPP_EVENT_VF_FLR,
-        .event.vf.vf = cpu_to_le32(s->func),
-    };
-
     trace_chpp_hca_vf_flr(s->func);
-    chpp_event_post(chpp_pf(s), &eqe);
+    chpp_vf_flr_queue(chpp_pf(s), s->func);
 }
 
 static bool chpp_range_ok(uint32_t v, uint32_t max)

@@ -24,12 +24,18 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
-static int chpp_refuse(ChppHcaState *s, const char *why)
+int chpp_refuse(ChppHcaState *s, const char *why)
 {
     trace_chpp_hca_vmstate_refused(s->func, why);
     error_report("chpp-hca: function %u: incoming state refused: %s",
                  s->func, why);
     return -EINVAL;
+}
+
+static int chpp_function_pre_load(void *opaque)
+{
+    chpp_db_err_pre_load(opaque);
+    return 0;
 }
 
 static int chpp_function_post_load(void *opaque, int version_id)
@@ -73,6 +79,7 @@ static const VMStateDescription vmstate_chpp_function = {
     .name = "chpp-hca-function",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = chpp_function_pre_load,
     .post_load = chpp_function_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, ChppHcaState),

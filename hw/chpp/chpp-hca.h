@@ -203,13 +203,21 @@ typedef struct ChppQp {
     ChppQpEngine eng;
 } ChppQp;
 
-/* A refused doorbell whose DOORBELL_ERROR event is not posted yet. */
+/*
+ * An event raised where guest memory must not be written (an MMIO or
+ * config space write), not posted yet: a refused doorbell's
+ * DOORBELL_ERROR, or (PF only) a VF's VF_FLR.
+ */
 typedef struct ChppDbErr {
-    uint64_t value;             /* the value written, all of it */
+    uint64_t value;             /* the value written; VF_FLR: the VF */
     uint32_t uar;               /* CHPP_DB_ERR_UAR_NONE: BAR0 */
     uint32_t offset;
     uint8_t subtype;            /* CHPP_DB_ERR_* */
+    uint8_t type;               /* CHPP_EVENT_DOORBELL_ERROR or _VF_FLR */
 } ChppDbErr;
+
+/* Refused doorbells, plus one VF_FLR per VF (FLRs of a VF coalesce). */
+#define CHPP_DEFERRED_DEPTH     (CHPP_DB_ERR_QUEUE_DEPTH + CHPP_MAX_VFS)
 
 /* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
 typedef struct ChppLink {
@@ -283,8 +291,8 @@ struct ChppHcaState {
     uint32_t db_head;
     uint32_t db_count;
     QEMUBH *engine_bh;
-    /* Refused doorbells waiting for their event (chpp-hca-db-error.c) */
-    ChppDbErr db_err[CHPP_DB_ERR_QUEUE_DEPTH];
+    /* Events waiting to be posted (chpp-hca-db-error.c), in order */
+    ChppDbErr db_err[CHPP_DEFERRED_DEPTH];
     uint32_t db_err_head;
     uint32_t db_err_count;
     uint32_t db_err_lost;       /* events dropped: the queue was full */
@@ -395,15 +403,20 @@ void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
                              uint64_t val, const char *why);
 
 /*
- * chpp-hca-db-error.c: the DOORBELL_ERROR events of refused doorbells,
- * queued by the MMIO handlers and posted by a bottom half.
+ * chpp-hca-db-error.c: the events raised by MMIO and config space writes
+ * (DOORBELL_ERROR of refused doorbells, VF_FLR), queued there and posted
+ * by a bottom half.
  */
 void chpp_db_err_init(ChppHcaState *s);
 void chpp_db_err_fini(ChppHcaState *s);
 void chpp_db_err_reset(ChppHcaState *s);
+/* Incoming state replaces the queue, even when it has none. */
+void chpp_db_err_pre_load(ChppHcaState *s);
 /* Queue the event of a refused doorbell (CHPP_DB_ERR_* @subtype). */
 void chpp_doorbell_refused(ChppHcaState *s, uint8_t subtype, uint32_t uar,
                            uint32_t offset, uint64_t val);
+/* Queue the VF_FLR event of VF @vf on the PF @pf. */
+void chpp_vf_flr_queue(ChppHcaState *pf, uint8_t vf);
 /* Post the queued events now (before any later event; VM stopping). */
 void chpp_db_err_flush(ChppHcaState *s);
 /* Schedule the posting of queued events, unless the VM is stopped. */
@@ -482,7 +495,8 @@ void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
 /*
  * Post to the EQ mapped for eqe->type (async events), after the queued
- * DOORBELL_ERROR events; chpp_event_post_now() does not post those first.
+ * DOORBELL_ERROR and VF_FLR events; chpp_event_post_now() does not post
+ * those first.
  */
 void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
 void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe);
@@ -494,6 +508,8 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_hca;
+/* Refuse incoming state (error message, trace); returns -EINVAL. */
+int chpp_refuse(ChppHcaState *s, const char *why);
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;

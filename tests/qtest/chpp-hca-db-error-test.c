@@ -3,12 +3,14 @@
  * queues; the DOORBELL_ERROR EQE is written later, outside the vCPU.  With
  * the VM stopped nothing reaches guest memory until it runs again, the
  * queue is bounded (the surplus is dropped and counted), events keep their
- * order, and queued events survive migration.
+ * order, and queued events survive migration.  A VF's FLR (a config space
+ * write) queues its VF_FLR event on the PF the same way.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
 #define EQ_SIZE     128
@@ -34,15 +36,16 @@ static void qmp_ok(ChppDev *d, const char *cmd)
     qtest_qmp_assert_success(d->qts, "{ 'execute': %s }", cmd);
 }
 
-/* EQ 0 of EQ_SIZE entries gets the DOORBELL_ERROR events. */
+/* EQ 0 of EQ_SIZE entries gets the DOORBELL_ERROR and VF_FLR events. */
 static uint64_t setup(ChppDev *d)
 {
     uint64_t ring;
 
     chpp_init_hca(d);
     ring = chpp_create_eq(d, 0, EQ_SIZE, 0, false);
-    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_DOORBELL_ERROR,
-                                false), ==, CHPP_STAT_OK);
+    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_DOORBELL_ERROR |
+                                1ull << CHPP_EVENT_VF_FLR, false), ==,
+                    CHPP_STAT_OK);
     return ring;
 }
 
@@ -186,6 +189,71 @@ static void test_migrated(void)
     rmdir(tmpdir);
 }
 
+static void vf_flr(ChppDev *vf)
+{
+    uint16_t devctl = qpci_config_readw(vf->pdev,
+                                        CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL);
+
+    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
+                       devctl | PCI_EXP_DEVCTL_BCR_FLR);
+}
+
+static void assert_vf_flr_event(const struct chpp_eqe *eqe, uint32_t vf)
+{
+    g_assert_cmpuint(eqe->type, ==, CHPP_EVENT_VF_FLR);
+    g_assert_cmpuint(eqe->subtype, ==, 0);
+    g_assert_cmpuint(le32_to_cpu(eqe->event.vf.vf), ==, vf);
+}
+
+/*
+ * A VF's FLR, a config space write, writes no EQE there either: with the
+ * VM stopped nothing appears until it runs, then the PF's events come in
+ * the order of their causes.  FLRs of a VF while its event waits are told
+ * by that one event.
+ */
+static void test_vf_flr_deferred(void)
+{
+    ChppPf *p = chpp_pf_start(NULL, NULL);
+    ChppDev *d = p->d;
+    uint64_t ring;
+    struct chpp_eqe eqe;
+    int i;
+
+    chpp_pf_vfs_set(p, 2);
+    ring = setup(d);
+    qmp_ok(d, "stop");
+    ring_bad_cq_db(d, 1);
+    vf_flr(p->vf[2]);
+    vf_flr(p->vf[1]);
+    vf_flr(p->vf[2]);
+    ring_bad_cq_db(d, 2);
+    for (i = 0; i < 20; i++) {
+        g_assert_false(eqe_valid(d, ring, 0, &eqe));
+        g_assert_cmpuint(eqe.type, ==, 0);
+        g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==, 0);
+    }
+    qmp_ok(d, "cont");
+    wait_eqe(d, ring, 3, &eqe);
+    chpp_read_eqe(d, ring, 0, &eqe);
+    assert_cq_db_event(&eqe, 1);
+    chpp_read_eqe(d, ring, 1, &eqe);
+    assert_vf_flr_event(&eqe, 2);
+    chpp_read_eqe(d, ring, 2, &eqe);
+    assert_vf_flr_event(&eqe, 1);
+    chpp_read_eqe(d, ring, 3, &eqe);
+    assert_cq_db_event(&eqe, 2);
+    qtest_clock_step(d->qts, 1000000);
+    g_assert_false(eqe_valid(d, ring, 4, &eqe));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==, 4);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS_DROPPED), ==, 0);
+
+    /* The VM running, the event follows the FLR shortly. */
+    vf_flr(p->vf[1]);
+    wait_eqe(d, ring, 4, &eqe);
+    assert_vf_flr_event(&eqe, 1);
+    chpp_pf_stop(p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -198,5 +266,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/db-error/bounded-in-order",
                    test_bounded_in_order);
     qtest_add_func("/chpp-hca/db-error/migrated", test_migrated);
+    qtest_add_func("/chpp-hca/db-error/vf-flr-deferred",
+                   test_vf_flr_deferred);
     return g_test_run();
 }

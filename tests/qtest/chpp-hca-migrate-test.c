@@ -413,7 +413,8 @@ static const Corruption corruptions[] = {
 
 /*
  * Start a destination that loads @stream.  A stream that loads leaves it
- * running; a refused one makes it exit with status 1, not by a signal
+ * running (paused if the source was stopped); a refused one makes it exit
+ * with status 1, not by a signal
  * (QEMU 7.2 exits when an incoming migration fails).  Only QMP is used
  * while it cannot exit, so the test never races with its exit.
  */
@@ -437,11 +438,14 @@ static void load_stream(const char *stream, const char *log, bool good)
     }
     for (;;) {
         QDict *rsp = qtest_qmp(d->qts, "{ 'execute': 'query-status' }");
-        bool running = qdict_get_bool(qdict_get_qdict(rsp, "return"),
-                                      "running");
+        g_autofree char *st = g_strdup(qdict_get_str(
+                                  qdict_get_qdict(rsp, "return"), "status"));
 
         qobject_unref(rsp);
-        if (running) {
+        if (strcmp(st, "inmigrate")) {
+            if (strcmp(st, "running")) {
+                g_assert_cmpstr(st, ==, "paused");
+            }
             break;
         }
         g_assert_cmpint(g_get_monotonic_time(), <, end);
@@ -450,11 +454,37 @@ static void load_stream(const char *stream, const char *log, bool good)
     chpp_stop(d);
 }
 
+/* Corrupt data[@at] (!= @value now), load it: refused with @trace. */
+static void load_corrupted(const uint8_t *data, size_t len, const char *dir,
+                           const char *what, size_t at, uint8_t value,
+                           const char *trace)
+{
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *copy = g_memdup2(data, len);
+    g_autofree char *text = NULL;
+
+    g_test_message("corrupt %s at %zu: 0x%02x -> 0x%02x", what, at,
+                   data[at], value);
+    g_assert_cmphex(data[at], !=, value);
+    copy[at] = value;
+    g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+    unlink(log);
+    load_stream(bad, log, false);
+    if (trace) {
+        g_assert(g_file_get_contents(log, &text, NULL, NULL));
+        if (!strstr(text, trace)) {
+            g_error("%s: no \"%s\" in the trace:\n%s", what, trace, text);
+        }
+    }
+    unlink(bad);
+    unlink(log);
+}
+
 static void test_refuse_bad_vf_state(void)
 {
     g_autofree char *dir = g_dir_make_tmp("chpp-bad-XXXXXX", NULL);
     g_autofree char *good = g_strdup_printf("%s/good", dir);
-    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
     g_autofree char *log = g_strdup_printf("%s/log", dir);
     g_autofree uint8_t *data = NULL;
     ChppPf *p = chpp_pf_start(NULL, NULL);
@@ -477,27 +507,64 @@ static void test_refuse_bad_vf_state(void)
     load_stream(good, log, true);
     for (i = 0; i < ARRAY_SIZE(corruptions); i++) {
         const Corruption *c = &corruptions[i];
-        g_autofree uint8_t *copy = g_memdup2(data, len);
-        g_autofree char *text = NULL;
-        size_t at = c->where(data, len);
 
-        g_test_message("corrupt %s at %zu: 0x%02x -> 0x%02x", c->what, at,
-                       data[at], c->value);
-        g_assert_cmphex(data[at], !=, c->value);
-        copy[at] = c->value;
-        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
-        unlink(log);
-        load_stream(bad, log, false);
-        if (c->trace) {
-            g_assert(g_file_get_contents(log, &text, NULL, NULL));
-            if (!strstr(text, c->trace)) {
-                g_error("%s: no \"%s\" in the trace:\n%s", c->what,
-                        c->trace, text);
-            }
-        }
+        load_corrupted(data, len, dir, c->what, c->where(data, len),
+                       c->value, c->trace);
     }
     unlink(good);
-    unlink(bad);
+    unlink(log);
+    rmdir(dir);
+}
+
+/*
+ * Subsection "chpp-hca-function/db-errors" (version 2): header as above,
+ * CHPP_DEFERRED_DEPTH entries (value be64, UAR be32, offset be32, subtype,
+ * type), then head, count and lost (be32).
+ */
+static const char deferred_header[] = "\x05\x1b" "chpp-hca-function/db-errors";
+#define DEFERRED_ENTRY      18
+#define DEFERRED_DEPTH      (CHPP_DB_ERR_QUEUE_DEPTH + CHPP_MAX_VFS)
+
+/* Events queued while stopped (VF_FLR of VF 1, then of VF 2) are checked. */
+static void test_refuse_bad_deferred_events(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-bad-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("%s/good", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *data = NULL;
+    ChppPf *p = chpp_pf_start(NULL, NULL);
+    const char *trace =
+        "chpp_hca_vmstate_refused function 0: deferred events";
+    size_t len, e0;
+    int vf;
+
+    chpp_pf_vfs_set(p, 2);
+    qtest_qmp_assert_success(p->d->qts, "{ 'execute': 'stop' }");
+    for (vf = 1; vf <= 2; vf++) {
+        uint16_t devctl = qpci_config_readw(p->vf[vf]->pdev,
+                                            CHPP_PCI_CAP_EXP +
+                                            PCI_EXP_DEVCTL);
+
+        qpci_config_writew(p->vf[vf]->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
+                           devctl | PCI_EXP_DEVCTL_BCR_FLR);
+    }
+    save_to_file(p->d->qts, good);
+    chpp_pf_stop(p);
+    g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
+    e0 = find(data, len, deferred_header, strlen(deferred_header)) +
+         strlen(deferred_header) + 4;
+    g_assert_cmpuint(data[e0 + 17], ==, CHPP_EVENT_VF_FLR);
+
+    load_stream(good, log, true);
+    load_corrupted(data, len, dir, "event type", e0 + 17, 0x42, trace);
+    load_corrupted(data, len, dir, "VF number", e0 + 7, CHPP_MAX_VFS + 1,
+                   trace);
+    load_corrupted(data, len, dir, "FLR of a VF twice",
+                   e0 + DEFERRED_ENTRY + 7, 1, trace);
+    load_corrupted(data, len, dir, "count",
+                   e0 + DEFERRED_DEPTH * DEFERRED_ENTRY + 7,
+                   DEFERRED_DEPTH + 1, trace);
+    unlink(good);
     unlink(log);
     rmdir(dir);
 }
@@ -513,5 +580,7 @@ int main(int argc, char **argv)
                    test_migrate_vf_work_in_flight);
     qtest_add_func("/chpp-hca/migrate/refuse-bad-vf-state",
                    test_refuse_bad_vf_state);
+    qtest_add_func("/chpp-hca/migrate/refuse-bad-deferred-events",
+                   test_refuse_bad_deferred_events);
     return g_test_run();
 }

@@ -3,7 +3,8 @@
  * everything (traffic, buffers overwritten, a pending receive consumed,
  * counters moved), loadvm (snapshot-load), and the device is exactly as at
  * the snapshot, its VF included: QPs, CQ indexes, counters, registers and
- * buffer contents; traffic then continues from there.
+ * buffer contents; traffic then continues from there.  Events queued
+ * (VM stopped) when a snapshot is loaded give way to the snapshot's.
  *
  * The qcow2 image that holds the snapshot is made by the QEMU under test
  * itself (blockdev-create), so no qemu-img is needed: the project's QEMU is
@@ -311,6 +312,92 @@ static void test_savevm_loadvm(void)
     rmdir(dir);
 }
 
+static bool eqe_at(ChppDev *d, uint64_t ring, uint32_t slot,
+                   struct chpp_eqe *eqe)
+{
+    chpp_read_eqe(d, ring, slot, eqe);
+    return le32_to_cpu(eqe->owner) == CHPP_EQE_OWNER;
+}
+
+static void vf_flr(ChppDev *vf)
+{
+    uint16_t devctl = qpci_config_readw(vf->pdev,
+                                        CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL);
+
+    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
+                       devctl | PCI_EXP_DEVCTL_BCR_FLR);
+}
+
+/* The VF_FLR of VF 1 is (only) in slot 0, within 1000 clock steps. */
+static void expect_flr_event(ChppDev *d, uint64_t ring)
+{
+    struct chpp_eqe eqe;
+    int i;
+
+    for (i = 0; i < 1000 && !eqe_at(d, ring, 0, &eqe); i++) {
+        qtest_clock_step(d->qts, 1000);
+    }
+    g_assert(eqe_at(d, ring, 0, &eqe));
+    g_assert_cmpuint(eqe.type, ==, CHPP_EVENT_VF_FLR);
+    g_assert_cmpuint(le32_to_cpu(eqe.event.vf.vf), ==, 1);
+    qtest_clock_step(d->qts, 1000000);
+    g_assert_false(eqe_at(d, ring, 1, &eqe));
+}
+
+/*
+ * A refused doorbell and a VF's FLR while the VM is stopped queue their
+ * events; loading a snapshot that had none drops them.  A snapshot taken
+ * with an event queued brings it back, and it is posted once.
+ */
+static void test_loadvm_queued_events(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-snap-XXXXXX", NULL);
+    g_autofree char *img = g_strdup_printf("%s/snap.qcow2", dir);
+    ChppPf *p = chpp_pf_start(NULL, NULL);
+    ChppDev *d = p->d;
+    QTestState *qts = d->qts;
+    struct chpp_eqe eqe;
+    uint32_t events;
+    uint64_t ring;
+    int i;
+
+    chpp_pf_vfs_set(p, 1);
+    chpp_init_hca(d);
+    ring = chpp_create_eq(d, 0, 64, 0, false);
+    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_DOORBELL_ERROR |
+                                1ull << CHPP_EVENT_VF_FLR, false), ==,
+                    CHPP_STAT_OK);
+    snapshot_drive(qts, img);
+    events = chpp_counter(d, CHPP_CNT_EVENTS);
+    snapshot(qts, "snapshot-save", "none-queued");
+
+    qmp_ok(qts, "{ 'execute': 'stop' }");
+    chpp_eq_db(d, 3, 7, false);         /* EQ 3 does not exist */
+    vf_flr(p->vf[1]);
+    snapshot(qts, "snapshot-load", "none-queued");
+    qmp_ok(qts, "{ 'execute': 'cont' }");
+    for (i = 0; i < 100; i++) {
+        qtest_clock_step(qts, 10000);
+        g_assert_false(eqe_at(d, ring, 0, &eqe));
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_EVENTS), ==, events);
+
+    qmp_ok(qts, "{ 'execute': 'stop' }");
+    vf_flr(p->vf[1]);
+    snapshot(qts, "snapshot-save", "flr-queued");
+    qmp_ok(qts, "{ 'execute': 'cont' }");
+    expect_flr_event(d, ring);
+    /* The guest memory is the snapshot's again: the EQE is not written. */
+    qmp_ok(qts, "{ 'execute': 'stop' }");
+    snapshot(qts, "snapshot-load", "flr-queued");
+    g_assert_false(eqe_at(d, ring, 0, &eqe));
+    qmp_ok(qts, "{ 'execute': 'cont' }");
+    expect_flr_event(d, ring);
+    chpp_pf_stop(p);
+    unlink(img);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *asan = g_getenv("ASAN_OPTIONS");
@@ -332,5 +419,7 @@ int main(int argc, char **argv)
         return 1;
     }
     qtest_add_func("/chpp-hca/snapshot/savevm-loadvm", test_savevm_loadvm);
+    qtest_add_func("/chpp-hca/snapshot/loadvm-queued-events",
+                   test_loadvm_queued_events);
     return g_test_run();
 }
