@@ -329,11 +329,17 @@ static void test_vf_flr(void)
     /* The VF is back to reset values... */
     g_assert_cmphex(chpp_rd(p->vf[1], CHPP_REG_STATUS), ==, 0);
     g_assert_cmpuint(chpp_rd(p->vf[1], CHPP_REG_FUNC), ==, 1);
-    /* ... and the PF was told, with the VF's number. */
+    /* ... and the PF was told, with the VF's number (by a bottom half). */
     for (i = 0; i < 256; i++) {
         struct chpp_eqe eqe;
+        int w;
 
         chpp_read_eqe(p->d, pf.eq, i, &eqe);
+        for (w = 0; w < 1000 && !(le32_to_cpu(eqe.owner) & CHPP_EQE_OWNER);
+             w++) {
+            qtest_clock_step(p->d->qts, 1000);
+            chpp_read_eqe(p->d, pf.eq, i, &eqe);
+        }
         if (!(le32_to_cpu(eqe.owner) & CHPP_EQE_OWNER)) {
             g_error("no VF_FLR event on the PF");
         }
