@@ -119,7 +119,7 @@ wall=$(($(date +%s) - start))
 chpp_log "coverage pass over the corpus"
 COV="$OUT/coverage.txt"
 (cd "$OUT" && "$FUZZER" --fuzz-target="$TARGET" -runs=0 -print_coverage=1 \
-    -timeout="$TIMEOUT" "$CORPUS") >"$OUT/coverage.log" 2>&1 || true
+    -timeout="$TIMEOUT" -artifact_prefix="$ART/" "$CORPUS") >"$OUT/coverage.log" 2>&1 || true
 grep -a 'COVERED_FUNC' "$OUT/coverage.log" | grep -a '/hw/chpp/' >"$COV" || true
 
 echo
@@ -147,7 +147,7 @@ if [ "$LINECOV" = 1 ]; then
     rm -rf "$PROF" && mkdir -p "$PROF"
     (cd "$OUT" && LLVM_PROFILE_FILE="$PROF/%4m.profraw" \
         "$CHPP_BUILD/qemu-fuzz-cov/qemu-fuzz-x86_64" --fuzz-target="$TARGET" \
-        -runs=0 -timeout="$TIMEOUT" "$CORPUS") >"$OUT/line-coverage.log" 2>&1 || true
+        -runs=0 -timeout="$TIMEOUT" -artifact_prefix="$ART/" "$CORPUS") >"$OUT/line-coverage.log" 2>&1 || true
     llvm-profdata merge -sparse "$PROF"/*.profraw -o "$PROF/corpus.profdata"
     echo "line coverage of hw/chpp (clang source-based, llvm-cov; full listing:"
     echo "  llvm-cov show build/qemu-fuzz-cov/qemu-fuzz-x86_64 -instr-profile=${PROF#$CHPP_ROOT/}/corpus.profdata FILE)"
