@@ -148,7 +148,10 @@ if [ "$LINECOV" = 1 ]; then
     (cd "$OUT" && LLVM_PROFILE_FILE="$PROF/%4m.profraw" \
         "$CHPP_BUILD/qemu-fuzz-cov/qemu-fuzz-x86_64" --fuzz-target="$TARGET" \
         -runs=0 -timeout="$TIMEOUT" -artifact_prefix="$ART/" "$CORPUS") >"$OUT/line-coverage.log" 2>&1 || true
-    llvm-profdata merge -sparse "$PROF"/*.profraw -o "$PROF/corpus.profdata"
+    # (children merge into the pool unsynchronised with the parent: counts may
+    # saturate, "counter overflow"; whether a line ran is what is reported)
+    llvm-profdata merge -sparse "$PROF"/*.profraw -o "$PROF/corpus.profdata" \
+        2>>"$OUT/line-coverage.log"
     echo "line coverage of hw/chpp (clang source-based, llvm-cov; full listing:"
     echo "  llvm-cov show build/qemu-fuzz-cov/qemu-fuzz-x86_64 -instr-profile=${PROF#$CHPP_ROOT/}/corpus.profdata FILE)"
     llvm-cov report "$CHPP_BUILD/qemu-fuzz-cov/qemu-fuzz-x86_64" \
