@@ -3,13 +3,16 @@
 # the hooks, configure QEMU once into build/qemu/, link Debian's firmware and
 # build qemu-system-x86_64 plus the chpp-hca qtests.
 #
-#   scripts/build-qemu.sh [--asan|--fuzz] [NINJA-ARGS...]
+#   scripts/build-qemu.sh [--asan|--fuzz|--fuzz-cov] [NINJA-ARGS...]
 #
 #   --asan   clang + ASan/UBSan build of the same tree into build/qemu-asan/
 #            (default target: qemu-system-x86_64; the qtests of build/qemu/
 #            drive it, see scripts/qtest.sh --asan)
 #   --fuzz   clang + libFuzzer + ASan/UBSan build into build/qemu-fuzz/
 #            (default target: qemu-fuzz-x86_64; see scripts/fuzz.sh)
+#   --fuzz-cov  the --fuzz build plus clang source-based coverage of hw/chpp
+#            into build/qemu-fuzz-cov/ (scripts/cc-cov.sh; for the line
+#            coverage of scripts/fuzz.sh --line-cov)
 #
 # Idempotent and cheap when nothing changed. After the first run, a device
 # source edit only needs `ninja -C build/qemu`; run this script again when
@@ -24,6 +27,7 @@ VARIANT=normal
 case "${1:-}" in
     --asan) VARIANT=asan; shift ;;
     --fuzz) VARIANT=fuzz; shift ;;
+    --fuzz-cov) VARIANT=fuzz-cov; shift ;;
 esac
 BLD="$CHPP_QEMU_BUILD"
 [ "$VARIANT" = normal ] || BLD="$CHPP_BUILD/qemu-$VARIANT"
@@ -58,6 +62,13 @@ case "$VARIANT" in
         DEFAULT_TARGETS=(qemu-system-x86_64) ;;
     fuzz)
         CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" --enable-fuzzing)
+        DEFAULT_TARGETS=(qemu-fuzz-x86_64) ;;
+    fuzz-cov)
+        # The --fuzz arguments with the compilers wrapped: only hw/chpp gets
+        # coverage instrumentation, the rest hits the --fuzz build's ccache.
+        CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" --enable-fuzzing)
+        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cc=ccache /--cc=$CHPP_ROOT/scripts/cc-cov.sh }")
+        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cxx=ccache /--cxx=$CHPP_ROOT/scripts/cc-cov.sh }")
         DEFAULT_TARGETS=(qemu-fuzz-x86_64) ;;
 esac
 

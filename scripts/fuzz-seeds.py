@@ -17,6 +17,9 @@ opcode byte and a little-endian payload.
   register writes to BAR0/BAR2  -> OP_WRITE  (region index, offset, value)
   config writes to the device   -> OP_PCI_WRITE (BAR registers excepted: the
                                    fuzzer maps the BARs itself)
+  config writes through q35's   -> OP_WRITE to the MMCONFIG region, same
+  MMCONFIG (ECAM) window, and      offset (bus, devfn, register): the fuzzer
+  legacy config writes to VFs      maps the window itself (at FUZZ_MMCFG)
   guest memory writes           -> OP_ADD_DMA_PATTERN, emitted (after an
                                    OP_CLEAR_DMA_PATTERNS) before the next
                                    register write, newest first: the fuzzer
@@ -31,9 +34,13 @@ opcode byte and a little-endian payload.
                                    are dropped.
   clock_step                    -> OP_CLOCK_STEP
 Reads are dropped. The fuzzer's MMIO region indices follow the flat view of
-the chpp-hca regions, lowest address first: 0 registers (BAR0 0x0-0x1fff),
-1 MSI-X table, 2 MSI-X PBA, 3 UAR pages (BAR2); the fuzzer maps BAR0 below
-BAR2, as libqos does in the qtests.
+the fuzzable regions, lowest address first. Without VFs: 0 registers (BAR0
+0x0-0x1fff), 1 MSI-X table, 2 MSI-X PBA, 3 UAR pages (BAR2; the fuzzer maps
+BAR0 below BAR2 from 0xe0000000, as libqos does in the qtests), 4 the
+MMCONFIG window. Enabled VFs whose Memory Space bit is on add their own
+four regions at the addresses the test gave their BARs (the SR-IOV test
+puts them below the PF's), so the indices are worked out from the state the
+log has built up at each access.
 """
 import base64
 import hashlib
@@ -48,6 +55,16 @@ OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 8, 9
 SIZES = {1: 0, 2: 1, 4: 2, 8: 3}
 BAR0_SIZE, MSIX_TABLE, MSIX_PBA = 0x4000, 0x2000, 0x3000
 BAR2_MAX = 1 << 22          # 1024 UAR pages
+PF_DEVFN = 0x20             # 04.0, in the qtests and in the fuzzer's config
+FUZZ_BAR0, FUZZ_BAR2 = 0xe0000000, 0xe0004000   # where the fuzzer maps them
+FUZZ_MMCFG = 0x800000000    # MMCFG_FUZZ_BASE of the generic_fuzz.c hook
+MMCFG_SIZE = 1 << 28
+MCH_PCIEXBAR = 0x60
+SRIOV = 0x110               # CHPP_PCI_EXT_CAP_SRIOV
+SRIOV_CTRL, SRIOV_NUM_VF, SRIOV_BAR = 0x08, 0x10, 0x24
+VFE = 0x1
+EXP_DEVCTL, BCR_FLR = 0x60 + 0x08, 0x8000   # CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL
+VF_UAR_SIZE = 4 * 4096      # CHPP_VF_UAR_PAGES pages
 MAX_PATTERN = 512
 MAX_SEED = 16384
 
@@ -59,6 +76,64 @@ class Seed:
         self.bars = {}          # (bdf, bar reg) -> value
         self.pending = []       # guest memory written since the last MMIO op
         self.dev_writes = 0
+        self.pciexbar = 0       # the test's MCH PCIEXBAR (its ECAM base)
+        self.pf_ext = {}        # PF extended config: offset -> value written
+        self.vf_cmd = {}        # VF devfn -> its command register
+
+    def ecam_base(self):
+        return self.pciexbar & ~0xfffffff if self.pciexbar & 1 else None
+
+    def sriov(self, off, size=4):
+        v = 0
+        for i in range(size):
+            v |= self.pf_ext.get(SRIOV + off + i, 0) << (8 * i)
+        return v
+
+    def vf_regions(self):
+        """(address, kind, vf) of the regions of enabled, mapped VFs."""
+        if not self.sriov(SRIOV_CTRL, 2) & VFE:
+            return []
+        b0 = (self.sriov(SRIOV_BAR + 4) << 32 | self.sriov(SRIOV_BAR)) & ~0xf
+        b2 = (self.sriov(SRIOV_BAR + 12) << 32 | self.sriov(SRIOV_BAR + 8)) & ~0xf
+        out = []
+        for vf in range(1, min(self.sriov(SRIOV_NUM_VF, 2), 7) + 1):
+            if not self.vf_cmd.get(PF_DEVFN + vf, 0) & 2:
+                continue
+            a0 = b0 + (vf - 1) * BAR0_SIZE
+            if b0:
+                out += [(a0, "regs", vf), (a0 + MSIX_TABLE, "table", vf),
+                        (a0 + MSIX_PBA, "pba", vf)]
+            if b2:
+                out.append((b2 + (vf - 1) * VF_UAR_SIZE, "uar", vf))
+        return out
+
+    def index(self, kind, vf=0):
+        """The fuzzer's region index of a region: its rank by address."""
+        regs = [(FUZZ_BAR0, "regs", 0), (FUZZ_BAR0 + MSIX_TABLE, "table", 0),
+                (FUZZ_BAR0 + MSIX_PBA, "pba", 0), (FUZZ_BAR2, "uar", 0),
+                (FUZZ_MMCFG, "mmcfg", 0)] + self.vf_regions()
+        regs.sort()
+        return [r[1:] for r in regs].index((kind, vf))
+
+    def ecam_write(self, off, data):
+        """A config write at MMCONFIG offset @off (bus, devfn, register)."""
+        devfn, reg = (off >> 12) & 0xff, off & 0xfff
+        # the region index as the fuzzer sees it: before the write's effect
+        self.flush_dma()
+        self.mmio_op(self.index("mmcfg"), off, data)
+        if off >> 20 == 0 and devfn == PF_DEVFN and reg >= 0x100:
+            for i, b in enumerate(data):
+                self.pf_ext[reg + i] = b
+            if SRIOV + SRIOV_CTRL <= reg < SRIOV + SRIOV_CTRL + 2 and \
+               not self.sriov(SRIOV_CTRL, 2) & VFE:
+                self.vf_cmd = {}        # VFs gone, their config with them
+        elif off >> 20 == 0 and PF_DEVFN < devfn < PF_DEVFN + 8:
+            if reg <= 4 < reg + len(data):
+                self.vf_cmd[devfn] = data[4 - reg]
+            # a function-level reset clears the VF's command register
+            if reg <= EXP_DEVCTL + 1 < reg + len(data) and \
+               data[EXP_DEVCTL + 1 - reg] & (BCR_FLR >> 8):
+                self.vf_cmd[devfn] = 0
 
     def op(self, code, payload=b""):
         self.ops.append(bytes([code]) + payload)
@@ -69,16 +144,25 @@ class Seed:
         return (hi << 32 | lo) & ~0xf
 
     def region(self, addr):
+        """(fuzzer region index, offset) of a test address, or None."""
         b0, b2 = self.bar_base(0x10), self.bar_base(0x18)
-        if b0 and b0 <= addr < b0 + BAR0_SIZE:
-            off = addr - b0
+        bars = [(b0, BAR0_SIZE, 0, 0), (b2, BAR2_MAX, 0, 2)]
+        for a, kind, vf in self.vf_regions():
+            if kind == "regs":
+                bars.append((a, BAR0_SIZE, vf, 0))
+            elif kind == "uar":
+                bars.append((a, VF_UAR_SIZE, vf, 2))
+        for base, size, vf, bar in bars:
+            if not base or not base <= addr < base + size:
+                continue
+            off = addr - base
+            if bar == 2:
+                return self.index("uar", vf), off
             if off < MSIX_TABLE:
-                return 0, off
+                return self.index("regs", vf), off
             if off < MSIX_PBA:
-                return 1, off - MSIX_TABLE
-            return 2, off - MSIX_PBA
-        if b2 and b2 <= addr < b2 + BAR2_MAX:
-            return 3, addr - b2
+                return self.index("table", vf), off - MSIX_TABLE
+            return self.index("pba", vf), off - MSIX_PBA
         return None
 
     def flush_dma(self):
@@ -111,17 +195,24 @@ class Seed:
             self.op(OP_ADD_DMA_PATTERN, b"\0\0" + bytes(b[1][:MAX_PATTERN]))
         self.pending = []
 
+    def mmio_op(self, index, off, data):
+        size = len(data) if len(data) in SIZES else 4
+        value = int.from_bytes(data[:size].ljust(size, b"\0"), "little")
+        self.op(OP_WRITE, struct.pack("<BBxxIQ", SIZES[size], index, off, value))
+        self.dev_writes += 1
+
     def mem_write(self, addr, data):
+        ecam = self.ecam_base()
+        if ecam is not None and ecam <= addr < ecam + MMCFG_SIZE:
+            self.ecam_write(addr - ecam, data)
+            return
         r = self.region(addr)
         if r is None:
             if data:
                 self.pending.append((addr, data))
             return
         self.flush_dma()
-        size = len(data) if len(data) in SIZES else 4
-        value = int.from_bytes(data[:size].ljust(size, b"\0"), "little")
-        self.op(OP_WRITE, struct.pack("<BBxxIQ", SIZES[size], r[0], r[1], value))
-        self.dev_writes += 1
+        self.mmio_op(r[0], r[1], data)
 
     def out(self, port, size, value):
         if port == 0xcf8 and size == 4:
@@ -131,7 +222,16 @@ class Seed:
             return
         bdf = (self.cf8 >> 8) & 0xffff
         reg = (self.cf8 & 0xfc) + (port - 0xcfc)
-        if bdf != 0x20:
+        if bdf == 0 and MCH_PCIEXBAR <= reg < MCH_PCIEXBAR + 8 and size == 4:
+            shift = 32 if reg >= MCH_PCIEXBAR + 4 else 0
+            self.pciexbar &= ~(0xffffffff << shift)
+            self.pciexbar |= value << shift
+            return
+        if PF_DEVFN < bdf < PF_DEVFN + 8:
+            # a VF: not a device of the fuzzer's, reached through MMCONFIG
+            self.ecam_write(bdf << 12 | reg, value.to_bytes(size, "little"))
+            return
+        if bdf != PF_DEVFN:
             return
         if 0x10 <= reg < 0x28 and size == 4:
             if value != 0xffffffff:

@@ -2,7 +2,7 @@
 # Fuzz chpp-hca with QEMU's generic device fuzzer (not part of the tests).
 #
 #   scripts/fuzz.sh [--time SECONDS | --runs N] [--target NAME] [--no-seeds]
-#                   [-- LIBFUZZER-ARGS...]
+#                   [--line-cov] [-- LIBFUZZER-ARGS...]
 #
 #   --time SECONDS   fuzz for this long (default 300)
 #   --runs N         or stop after N executions
@@ -10,6 +10,10 @@
 #                    and BAR2, config space, DMA from fuzzer memory; or
 #                    chpp-hca-link: frames from a hostile link peer
 #   --no-seeds       do not (re)make the seed corpus from the qtests
+#   --line-cov       also report the line coverage of hw/chpp/*.c: the corpus
+#                    runs once more through build/qemu-fuzz-cov (clang
+#                    source-based coverage, build-qemu.sh --fuzz-cov) and
+#                    llvm-cov reports it. --time 0 --line-cov: coverage only
 #
 # Steps: setup + build (build/qemu for the qtests, build/qemu-fuzz for
 # qemu-fuzz-x86_64: clang, libFuzzer, ASan, UBSan), seeds from the qtests'
@@ -21,21 +25,23 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-TIME=300 RUNS="" TARGET=generic-fuzz-chpp-hca SEEDS=1 EXTRA=()
+TIME=300 RUNS="" TARGET=generic-fuzz-chpp-hca SEEDS=1 LINECOV=0 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --time) TIME=$2; RUNS=""; shift 2 ;;
         --runs) RUNS=$2; TIME=""; shift 2 ;;
         --target) TARGET=$2; shift 2 ;;
         --no-seeds) SEEDS=0; shift ;;
+        --line-cov) LINECOV=1; shift ;;
         --) shift; EXTRA=("$@"); break ;;
-        *) chpp_die "usage: $0 [--time SECONDS | --runs N] [--target NAME] [--no-seeds] [-- LIBFUZZER-ARGS]" ;;
+        *) chpp_die "usage: $0 [--time SECONDS | --runs N] [--target NAME] [--no-seeds] [--line-cov] [-- LIBFUZZER-ARGS]" ;;
     esac
 done
 
 "$CHPP_ROOT/scripts/setup.sh"
 "$CHPP_ROOT/scripts/build-qemu.sh"
 "$CHPP_ROOT/scripts/build-qemu.sh" --fuzz
+[ "$LINECOV" = 0 ] || "$CHPP_ROOT/scripts/build-qemu.sh" --fuzz-cov
 
 FUZZER="$CHPP_BUILD/qemu-fuzz/qemu-fuzz-x86_64"
 OUT="$CHPP_BUILD/fuzz/$TARGET"
@@ -113,7 +119,7 @@ wall=$(($(date +%s) - start))
 chpp_log "coverage pass over the corpus"
 COV="$OUT/coverage.txt"
 (cd "$OUT" && "$FUZZER" --fuzz-target="$TARGET" -runs=0 -print_coverage=1 \
-    -timeout="$TIMEOUT" "$CORPUS") >"$OUT/coverage.log" 2>&1 || true
+    -timeout="$TIMEOUT" -artifact_prefix="$ART/" "$CORPUS") >"$OUT/coverage.log" 2>&1 || true
 grep -a 'COVERED_FUNC' "$OUT/coverage.log" | grep -a '/hw/chpp/' >"$COV" || true
 
 echo
@@ -130,6 +136,36 @@ awk '
           close("sort")
           printf "  %-22s %5d/%-5d edges %5.1f%%\n", "total", ct, tt, tt ? 100 * ct / tt : 0 }
 ' "$COV"
+
+# --- line coverage (--line-cov): the corpus through the coverage build ----------
+# Each forked child writes its counters (the generic_fuzz.c hook and the link
+# target call __llvm_profile_write_file before _Exit) into a pool of 4 files
+# that the profile runtime merges into (%4m).
+if [ "$LINECOV" = 1 ]; then
+    chpp_log "line coverage pass over the corpus (build/qemu-fuzz-cov)"
+    PROF="$OUT/profile"
+    rm -rf "$PROF" && mkdir -p "$PROF"
+    (cd "$OUT" && LLVM_PROFILE_FILE="$PROF/%4m.profraw" \
+        "$CHPP_BUILD/qemu-fuzz-cov/qemu-fuzz-x86_64" --fuzz-target="$TARGET" \
+        -runs=0 -timeout="$TIMEOUT" -artifact_prefix="$ART/" "$CORPUS") >"$OUT/line-coverage.log" 2>&1 || true
+    # (children merge into the pool unsynchronised with the parent: counts may
+    # saturate, "counter overflow"; whether a line ran is what is reported)
+    llvm-profdata merge -sparse "$PROF"/*.profraw -o "$PROF/corpus.profdata" \
+        2>>"$OUT/line-coverage.log"
+    echo "line coverage of hw/chpp (clang source-based, llvm-cov; full listing:"
+    echo "  llvm-cov show build/qemu-fuzz-cov/qemu-fuzz-x86_64 -instr-profile=${PROF#$CHPP_ROOT/}/corpus.profdata FILE)"
+    llvm-cov report "$CHPP_BUILD/qemu-fuzz-cov/qemu-fuzz-x86_64" \
+        -instr-profile="$PROF/corpus.profdata" "$CHPP_QEMU_SRC"/hw/chpp/*.c |
+        awk '$1 ~ /\/hw\/chpp\/.*\.c$/ {
+                 f = $1; sub(/.*\/hw\/chpp\//, "", f)
+                 printf "  %-22s %5d/%-5d lines %7s  %4d/%-4d functions\n",
+                     f, $8 - $9, $8, $10, $5 - $6, $5
+                 l += $8; lm += $9; fn += $5; fm += $6 }
+             END { printf "  %-22s %5d/%-5d lines %6.2f%%  %4d/%-4d functions\n",
+                       "total", l - lm, l, l ? 100 * (l - lm) / l : 0, fn - fm, fn }' |
+        tee "$OUT/line-coverage.txt"
+fi
+
 found=$(find "$ART" -type f | wc -l)
 echo "findings:    $found in ${ART#$CHPP_ROOT/}"
 find "$ART" -type f -printf '  %f\n'

@@ -296,6 +296,12 @@ static void lf_post(QTestState *s, const uint8_t *a)
     flush_events(s);
 }
 
+/*
+ * A source-coverage build (scripts/build-qemu.sh --fuzz-cov) links the
+ * profile runtime: write the child's counters before _Exit skips atexit.
+ */
+int __llvm_profile_write_file(void) __attribute__((weak));
+
 static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
 {
     if (fork() == 0) {
@@ -335,6 +341,9 @@ static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
                 size -= 4;
                 break;
             }
+        }
+        if (__llvm_profile_write_file) {
+            __llvm_profile_write_file();
         }
         _Exit(0);
     } else {
