@@ -32,40 +32,6 @@ static uint64_t buf_mr(ChppNode *n, size_t len, uint32_t *key)
     return addr;
 }
 
-static void post(ChppNode *n, uint8_t op, uint64_t wr_id, uint64_t laddr,
-                 uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-                 bool ring)
-{
-    ChppWqeBuf *w = chpp_wqe_new(op, CHPP_WQE_SIGNALED, wr_id, 0);
-
-    if (op != CHPP_WQE_SEND) {
-        chpp_wqe_raddr(w, raddr, rkey);
-    }
-    chpp_wqe_sge(w, laddr, len, lkey);
-    chpp_post_send(n->d, &n->qp, w, ring);
-}
-
-static void expect(ChppNode *n, uint32_t cq, uint64_t wr_id, uint8_t opcode,
-                   uint32_t len)
-{
-    struct chpp_cqe cqe;
-
-    chpp_poll_cq(n->d, &n->cq[cq], &cqe);
-    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
-    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
-    g_assert_cmpuint(cqe.opcode, ==, opcode);
-    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, len);
-}
-
-/* Nothing more on the CQ: no completion came twice. */
-static void expect_none(ChppNode *n, uint32_t cq)
-{
-    struct chpp_cqe cqe;
-
-    qtest_clock_step(n->d->qts, 10 * 1000 * 1000);
-    g_assert_false(chpp_cqe_valid(n->d, &n->cq[cq], &cqe));
-}
-
 typedef struct Snap {
     uint32_t counters[1 + NVFS][CHPP_CNT_NUM];
     struct chpp_qp_context qp[1 + NVFS];
@@ -145,19 +111,20 @@ static void test_migrate_vfs(void)
 
     /* Completed traffic: PUT VF1 -> VF2, GET VF3 <- PF. */
     chpp_fill(fn[1].d, buf[1], 8192, 1);
-    post(&fn[1], CHPP_WQE_PUT, 1, buf[1], 8192, key[1], buf[2], key[2],
-         true);
-    expect(&fn[1], SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 8192);
+    chpp_node_post(&fn[1], CHPP_WQE_PUT, 1, buf[1], 8192, key[1], buf[2],
+                   key[2], true);
+    chpp_node_expect(&fn[1], SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 8192);
     chpp_check(fn[2].d, buf[2], 8192, 1);
     chpp_fill(fn[0].d, buf[0], 8192, 2);
-    post(&fn[3], CHPP_WQE_GET, 2, buf[3], 8192, key[3], buf[0], key[0],
-         true);
-    expect(&fn[3], SCQ, 2, CHPP_CQE_OP_RDMA_READ, 8192);
+    chpp_node_post(&fn[3], CHPP_WQE_GET, 2, buf[3], 8192, key[3], buf[0],
+                   key[0], true);
+    chpp_node_expect(&fn[3], SCQ, 2, CHPP_CQE_OP_RDMA_READ, 8192);
     chpp_check(fn[3].d, buf[3], 8192, 2);
 
     /* Work in progress at the migration. */
     chpp_fill(fn[2].d, buf[2] + 16384, 4096, 3);
-    post(&fn[2], CHPP_WQE_SEND, 3, buf[2] + 16384, 4096, key[2], 0, 0, true);
+    chpp_node_post(&fn[2], CHPP_WQE_SEND, 3, buf[2] + 16384, 4096, key[2], 0,
+                   0, true);
     for (i = 0; i < 20 && !chpp_counter(fn[2].d, CHPP_CNT_RNR_NAKS); i++) {
         qtest_clock_step(p->d->qts, 100000);
     }
@@ -165,8 +132,8 @@ static void test_migrate_vfs(void)
     g_assert_false(chpp_cqe_valid(fn[2].d, &fn[2].cq[SCQ], &cqe));
 
     chpp_fill(fn[3].d, buf[3] + 16384, 2048, 4);
-    post(&fn[3], CHPP_WQE_PUT, 4, buf[3] + 16384, 2048, key[3],
-         buf[0] + 16384, key[0], true);
+    chpp_node_post(&fn[3], CHPP_WQE_PUT, 4, buf[3] + 16384, 2048, key[3],
+                   buf[0] + 16384, key[0], true);
     for (i = 0; i < 100 && !chpp_cqe_valid(fn[3].d, &fn[3].cq[SCQ], &cqe);
          i++) {
         qtest_clock_step(p->d->qts, 100000);
@@ -174,8 +141,8 @@ static void test_migrate_vfs(void)
     g_assert(chpp_cqe_valid(fn[3].d, &fn[3].cq[SCQ], &cqe));
 
     chpp_fill(fn[1].d, buf[1] + 16384, 3000, 5);
-    post(&fn[1], CHPP_WQE_PUT, 5, buf[1] + 16384, 3000, key[1],
-         buf[2] + 32768, key[2], false);
+    chpp_node_post(&fn[1], CHPP_WQE_PUT, 5, buf[1] + 16384, 3000, key[1],
+                   buf[2] + 32768, key[2], false);
 
     sge = (ChppTSge) { buf[0] + 32768, 4096, key[0] };
     chpp_post_recvs(fn[0].d, &fn[0].qp, 6, &sge, 1, 1);
@@ -223,34 +190,34 @@ static void test_migrate_vfs(void)
     g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 6);
 
     /* The completion VF3 had not polled is there, once. */
-    expect(&fn[3], SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 2048);
+    chpp_node_expect(&fn[3], SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 2048);
     chpp_check(fn[0].d, buf[0] + 16384, 2048, 4);
     /* VF1 posts the receive VF2's SEND was waiting for. */
     sge = (ChppTSge) { buf[1] + 32768, 4096, key[1] };
     chpp_post_recvs(fn[1].d, &fn[1].qp, 7, &sge, 1, 1);
-    expect(&fn[2], SCQ, 3, CHPP_CQE_OP_SEND, 4096);
-    expect(&fn[1], RCQ, 7, CHPP_CQE_OP_RECV, 4096);
+    chpp_node_expect(&fn[2], SCQ, 3, CHPP_CQE_OP_SEND, 4096);
+    chpp_node_expect(&fn[1], RCQ, 7, CHPP_CQE_OP_RECV, 4096);
     chpp_check(fn[1].d, buf[1] + 32768, 4096, 3);
     /* VF1's PUT that was written but not rung. */
     chpp_sq_db(fn[1].d, CHPP_NODE_UAR, 0, fn[1].qp.sq_pi);
-    expect(&fn[1], SCQ, 5, CHPP_CQE_OP_RDMA_WRITE, 3000);
+    chpp_node_expect(&fn[1], SCQ, 5, CHPP_CQE_OP_RDMA_WRITE, 3000);
     chpp_check(fn[2].d, buf[2] + 32768, 3000, 5);
     /* VF3 SENDs into the receive the PF posted before; PF PUTs to VF3. */
     chpp_fill(fn[3].d, buf[3] + 49152, 4096, 6);
-    post(&fn[3], CHPP_WQE_SEND, 8, buf[3] + 49152, 4096, key[3], 0, 0,
-         true);
-    expect(&fn[3], SCQ, 8, CHPP_CQE_OP_SEND, 4096);
-    expect(&fn[0], RCQ, 6, CHPP_CQE_OP_RECV, 4096);
+    chpp_node_post(&fn[3], CHPP_WQE_SEND, 8, buf[3] + 49152, 4096, key[3], 0,
+                   0, true);
+    chpp_node_expect(&fn[3], SCQ, 8, CHPP_CQE_OP_SEND, 4096);
+    chpp_node_expect(&fn[0], RCQ, 6, CHPP_CQE_OP_RECV, 4096);
     chpp_check(fn[0].d, buf[0] + 32768, 4096, 6);
     chpp_fill(fn[0].d, buf[0] + 49152, 8192, 7);
-    post(&fn[0], CHPP_WQE_PUT, 9, buf[0] + 49152, 8192, key[0],
-         buf[3] + 49152, key[3], true);
-    expect(&fn[0], SCQ, 9, CHPP_CQE_OP_RDMA_WRITE, 8192);
+    chpp_node_post(&fn[0], CHPP_WQE_PUT, 9, buf[0] + 49152, 8192, key[0],
+                   buf[3] + 49152, key[3], true);
+    chpp_node_expect(&fn[0], SCQ, 9, CHPP_CQE_OP_RDMA_WRITE, 8192);
     chpp_check(fn[3].d, buf[3] + 49152, 8192, 7);
 
     for (i = 0; i <= NVFS; i++) {
-        expect_none(&fn[i], SCQ);
-        expect_none(&fn[i], RCQ);
+        chpp_node_expect_none(&fn[i], SCQ);
+        chpp_node_expect_none(&fn[i], RCQ);
         g_assert_cmpuint(chpp_counter(fn[i].d, CHPP_CNT_PKTS_DROPPED), ==, 0);
     }
     /* One WQE each started after the migration, none started again. */
@@ -300,8 +267,8 @@ static void test_migrate_vf_work_in_flight(void)
     chpp_node_connect(&v[1], &v[2], 14, 3);
     chpp_node_connect(&v[2], &v[1], 14, 3);
     chpp_fill(v[1].d, buf[1], 12000, 21);
-    post(&v[1], CHPP_WQE_PUT, 1, buf[1], 12000, key[1], buf[2], key[2],
-         true);
+    chpp_node_post(&v[1], CHPP_WQE_PUT, 1, buf[1], 12000, key[1], buf[2],
+                   key[2], true);
     g_assert_false(chpp_cqe_valid(v[1].d, &v[1].cq[SCQ], &cqe));
     g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_WQES), ==, 0);
 
@@ -313,9 +280,9 @@ static void test_migrate_vf_work_in_flight(void)
     }
     /* Done during the stop: no clock step needed, no retransmission. */
     g_assert(chpp_cqe_valid(v[1].d, &v[1].cq[SCQ], &cqe));
-    expect(&v[1], SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 12000);
+    chpp_node_expect(&v[1], SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 12000);
     chpp_check(v[2].d, buf[2], 12000, 21);
-    expect_none(&v[1], SCQ);
+    chpp_node_expect_none(&v[1], SCQ);
     g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_WQES), ==, 1);
     g_assert_cmpuint(chpp_counter(v[1].d, CHPP_CNT_RETRANSMITS), ==, 0);
     chpp_pf_stop(p);

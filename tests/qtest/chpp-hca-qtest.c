@@ -960,3 +960,36 @@ const char *chpp_size_str(uint32_t size)
     }
     return p;
 }
+
+void chpp_node_post(ChppNode *n, uint8_t op, uint64_t wr_id, uint64_t laddr,
+                    uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                    bool ring)
+{
+    ChppWqeBuf *w = chpp_wqe_new(op, CHPP_WQE_SIGNALED, wr_id, 0);
+
+    if (op != CHPP_WQE_SEND) {
+        chpp_wqe_raddr(w, raddr, rkey);
+    }
+    chpp_wqe_sge(w, laddr, len, lkey);
+    chpp_post_send(n->d, &n->qp, w, ring);
+}
+
+void chpp_node_expect(ChppNode *n, uint32_t cq, uint64_t wr_id,
+                      uint8_t opcode, uint32_t len)
+{
+    struct chpp_cqe cqe;
+
+    chpp_poll_cq(n->d, &n->cq[cq], &cqe);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    g_assert_cmpuint(cqe.opcode, ==, opcode);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, len);
+}
+
+void chpp_node_expect_none(ChppNode *n, uint32_t cq)
+{
+    struct chpp_cqe cqe;
+
+    qtest_clock_step(n->d->qts, 10 * 1000 * 1000);
+    g_assert_false(chpp_cqe_valid(n->d, &n->cq[cq], &cqe));
+}

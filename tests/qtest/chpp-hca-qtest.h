@@ -208,6 +208,15 @@ void chpp_node_qp(ChppNode *n, uint32_t qpn, uint8_t magic, uint8_t log_q,
 /* INIT -> RTR -> RTS towards @peer's QP (MTU 4096, depth 16). */
 void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
                        uint8_t retry);
+/* A signaled WQE of @op (PUT, GET, SEND...) with one gather entry. */
+void chpp_node_post(ChppNode *n, uint8_t op, uint64_t wr_id, uint64_t laddr,
+                    uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                    bool ring);
+/* The next CQE of CQ @cq is a success for @wr_id, @opcode, @len bytes. */
+void chpp_node_expect(ChppNode *n, uint32_t cq, uint64_t wr_id,
+                      uint8_t opcode, uint32_t len);
+/* Nothing more on the CQ after 10 ms of virtual time: nothing came twice. */
+void chpp_node_expect_none(ChppNode *n, uint32_t cq);
 
 /*
  * SR-IOV: a PF and test handles for its VFs.  The SR-IOV capability lies

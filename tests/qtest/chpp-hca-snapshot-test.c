@@ -151,38 +151,6 @@ static void snap_free(Snap *s)
     }
 }
 
-static void post(ChppNode *n, uint8_t op, uint64_t wr_id, uint64_t laddr,
-                 uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
-{
-    ChppWqeBuf *w = chpp_wqe_new(op, CHPP_WQE_SIGNALED, wr_id, 0);
-
-    if (op != CHPP_WQE_SEND) {
-        chpp_wqe_raddr(w, raddr, rkey);
-    }
-    chpp_wqe_sge(w, laddr, len, lkey);
-    chpp_post_send(n->d, &n->qp, w, true);
-}
-
-static void expect(ChppNode *n, uint32_t cq, uint64_t wr_id, uint8_t opcode,
-                   uint32_t len)
-{
-    struct chpp_cqe cqe;
-
-    chpp_poll_cq(n->d, &n->cq[cq], &cqe);
-    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
-    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
-    g_assert_cmpuint(cqe.opcode, ==, opcode);
-    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, len);
-}
-
-static void expect_none(ChppNode *n, uint32_t cq)
-{
-    struct chpp_cqe cqe;
-
-    qtest_clock_step(n->d->qts, 10 * 1000 * 1000);
-    g_assert_false(chpp_cqe_valid(n->d, &n->cq[cq], &cqe));
-}
-
 static void test_savevm_loadvm(void)
 {
     g_autofree char *dir = g_dir_make_tmp("chpp-snap-XXXXXX", NULL);
@@ -214,13 +182,14 @@ static void test_savevm_loadvm(void)
 
     /* The state to keep: a PUT each way done, a receive posted on VF1. */
     chpp_fill(vf->d, v.buf[1], 8192, 1);
-    post(vf, CHPP_WQE_PUT, 1, v.buf[1], 8192, v.key[1], v.buf[0], v.key[0]);
-    expect(vf, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 8192);
+    chpp_node_post(vf, CHPP_WQE_PUT, 1, v.buf[1], 8192, v.key[1], v.buf[0],
+                   v.key[0], true);
+    chpp_node_expect(vf, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 8192);
     chpp_check(pf->d, v.buf[0], 8192, 1);
     chpp_fill(pf->d, v.buf[0] + 16384, 4096, 2);
-    post(pf, CHPP_WQE_PUT, 2, v.buf[0] + 16384, 4096, v.key[0],
-         v.buf[1] + 16384, v.key[1]);
-    expect(pf, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 4096);
+    chpp_node_post(pf, CHPP_WQE_PUT, 2, v.buf[0] + 16384, 4096, v.key[0],
+                   v.buf[1] + 16384, v.key[1], true);
+    chpp_node_expect(pf, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 4096);
     chpp_check(vf->d, v.buf[1] + 16384, 4096, 2);
     sge = (ChppTSge) { v.buf[1] + 32768, 4096, v.key[1] };
     chpp_post_recvs(vf->d, &vf->qp, 3, &sge, 1, 1);
@@ -233,12 +202,14 @@ static void test_savevm_loadvm(void)
      * receive consumed by a SEND, registers written, counters moved.
      */
     chpp_fill(vf->d, v.buf[1], 8192, 9);
-    post(vf, CHPP_WQE_PUT, 4, v.buf[1], 8192, v.key[1], v.buf[0], v.key[0]);
-    expect(vf, SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 8192);
+    chpp_node_post(vf, CHPP_WQE_PUT, 4, v.buf[1], 8192, v.key[1], v.buf[0],
+                   v.key[0], true);
+    chpp_node_expect(vf, SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 8192);
     chpp_fill(pf->d, v.buf[0] + 40960, 4096, 10);
-    post(pf, CHPP_WQE_SEND, 5, v.buf[0] + 40960, 4096, v.key[0], 0, 0);
-    expect(pf, SCQ, 5, CHPP_CQE_OP_SEND, 4096);
-    expect(vf, RCQ, 3, CHPP_CQE_OP_RECV, 4096);
+    chpp_node_post(pf, CHPP_WQE_SEND, 5, v.buf[0] + 40960, 4096, v.key[0], 0,
+                   0, true);
+    chpp_node_expect(pf, SCQ, 5, CHPP_CQE_OP_SEND, 4096);
+    chpp_node_expect(vf, RCQ, 3, CHPP_CQE_OP_RECV, 4096);
     chpp_check(vf->d, v.buf[1] + 32768, 4096, 10);
     for (i = 0; i < NFN; i++) {
         chpp_wr(v.fn[i].d, CHPP_REG_SCRATCH, 0xdead0000 + i);
@@ -276,18 +247,19 @@ static void test_savevm_loadvm(void)
      * (its SEND happened after the snapshot), PSNs go on from there.
      */
     chpp_fill(pf->d, v.buf[0] + 49152, 4096, 11);
-    post(pf, CHPP_WQE_SEND, 6, v.buf[0] + 49152, 4096, v.key[0], 0, 0);
-    expect(pf, SCQ, 6, CHPP_CQE_OP_SEND, 4096);
-    expect(vf, RCQ, 3, CHPP_CQE_OP_RECV, 4096);
+    chpp_node_post(pf, CHPP_WQE_SEND, 6, v.buf[0] + 49152, 4096, v.key[0], 0,
+                   0, true);
+    chpp_node_expect(pf, SCQ, 6, CHPP_CQE_OP_SEND, 4096);
+    chpp_node_expect(vf, RCQ, 3, CHPP_CQE_OP_RECV, 4096);
     chpp_check(vf->d, v.buf[1] + 32768, 4096, 11);
     chpp_fill(vf->d, v.buf[1] + 49152, 8192, 12);
-    post(vf, CHPP_WQE_PUT, 7, v.buf[1] + 49152, 8192, v.key[1],
-         v.buf[0] + 49152, v.key[0]);
-    expect(vf, SCQ, 7, CHPP_CQE_OP_RDMA_WRITE, 8192);
+    chpp_node_post(vf, CHPP_WQE_PUT, 7, v.buf[1] + 49152, 8192, v.key[1],
+                   v.buf[0] + 49152, v.key[0], true);
+    chpp_node_expect(vf, SCQ, 7, CHPP_CQE_OP_RDMA_WRITE, 8192);
     chpp_check(pf->d, v.buf[0] + 49152, 8192, 12);
     for (i = 0; i < NFN; i++) {
-        expect_none(&v.fn[i], SCQ);
-        expect_none(&v.fn[i], RCQ);
+        chpp_node_expect_none(&v.fn[i], SCQ);
+        chpp_node_expect_none(&v.fn[i], RCQ);
         g_assert_cmpuint(chpp_counter(v.fn[i].d, CHPP_CNT_PKTS_DROPPED), ==,
                          0);
         g_assert_cmpuint(chpp_counter(v.fn[i].d, CHPP_CNT_RETRANSMITS), ==,
