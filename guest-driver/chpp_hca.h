@@ -28,7 +28,6 @@
 /* qp_num exported to ib_core = magic << 12 | device QPN (see docs/guest-driver.md). */
 #define CHPP_QPN_BITS		12
 #define CHPP_QPN_MASK		((1u << CHPP_QPN_BITS) - 1)
-#define CHPP_UD_MAGIC		1
 #define CHPP_IBQPN(magic, idx)	(((u32)(magic) << CHPP_QPN_BITS) | (idx))
 #define CHPP_KERNEL_UAR		0
 #define CHPP_EQ_ENTRIES		256

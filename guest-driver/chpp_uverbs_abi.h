@@ -13,6 +13,12 @@
 /* Reported by the kernel in chpp_alloc_ucontext_resp.abi_version. */
 #define CHPP_UVERBS_ABI_VERSION	1
 
+/*
+ * The magic of every UD QP: a UD receive's sender is
+ * CHPP_UD_MAGIC << qpn_bits | the CQE's src_qp.
+ */
+#define CHPP_UD_MAGIC		1
+
 /* GET_CONTEXT response. */
 struct chpp_alloc_ucontext_resp {
 	__u32 abi_version;	/* CHPP_UVERBS_ABI_VERSION */

@@ -12,8 +12,6 @@
 #include <rdma/ib_user_verbs.h>
 #include "chpp_user.h"
 
-#define SEG 16
-
 /*
  * One legacy uverbs write() command: header, core request, driver request;
  * the kernel writes the core response then the driver response at *resp.
@@ -184,17 +182,6 @@ int chpp_create_channel(struct chpp_uctx *c)
 	return err ? err : (int)resp.fd;
 }
 
-static void *ring_alloc(size_t size)
-{
-	void *p;
-
-	size = (size + CHPP_UAR_PAGE_SIZE - 1) & ~(size_t)(CHPP_UAR_PAGE_SIZE - 1);
-	if (posix_memalign(&p, CHPP_UAR_PAGE_SIZE, size))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
 int chpp_create_cq_raw(struct chpp_uctx *c, uint32_t cqe,
 		       const struct chpp_create_cq_cmd *drv, struct chpp_ucq *cq)
 {
@@ -233,7 +220,7 @@ int chpp_create_cq(struct chpp_uctx *c, uint32_t entries, int channel_fd,
 
 	memset(cq, 0, sizeof(*cq));
 	cq->channel_fd = channel_fd;
-	cq->ring = ring_alloc((size_t)entries * CHPP_CQE_SIZE);
+	cq->ring = chpp_ring_alloc((size_t)entries * CHPP_CQE_SIZE);
 	if (!cq->ring)
 		return -ENOMEM;
 	drv.buf_addr = (uintptr_t)cq->ring;
@@ -303,15 +290,6 @@ int chpp_create_qp_raw(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 	return 0;
 }
 
-static int log2_up(uint32_t v)
-{
-	int l = 0;
-
-	while ((1u << l) < v)
-		l++;
-	return l;
-}
-
 int chpp_create_qp(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 		   struct chpp_ucq *rcq, uint8_t ib_qp_type, uint32_t wrs,
 		   uint32_t sges, uint32_t inline_len, struct chpp_uqp *qp)
@@ -324,28 +302,23 @@ int chpp_create_qp(struct chpp_uctx *c, uint32_t pd, struct chpp_ucq *scq,
 		return -EOPNOTSUPP;
 	memset(qp, 0, sizeof(*qp));
 	qp->type = ib_qp_type == CHPP_IB_QPT_UD ? CHPP_QPT_UD : CHPP_QPT_RC;
-	/* ctrl, UD, raddr and atomic segments, then the gather list or inline. */
-	sq_bytes = 3 * SEG + (qp->type == CHPP_QPT_UD ? SEG : 0) +
-		   (sges * SEG > SEG + inline_len ?
-		    sges * SEG : SEG + ((inline_len + SEG - 1) & ~(SEG - 1)));
-	rq_bytes = SEG + sges * SEG;
-	qp->sq.n = 1u << log2_up(wrs);
-	qp->sq.shift = log2_up(sq_bytes) < CHPP_MIN_WQE_SHIFT ?
-		       CHPP_MIN_WQE_SHIFT : log2_up(sq_bytes);
+	sq_bytes = chpp_sq_wqe_bytes(qp->type, sges, inline_len);
+	rq_bytes = chpp_rq_wqe_bytes(sges);
+	qp->sq.n = 1u << chpp_log2_up(wrs);
+	qp->sq.shift = chpp_wqe_shift(sq_bytes);
 	qp->rq.n = qp->sq.n;
-	qp->rq.shift = log2_up(rq_bytes) < CHPP_MIN_WQE_SHIFT ?
-		       CHPP_MIN_WQE_SHIFT : log2_up(rq_bytes);
-	qp->sq.ring = ring_alloc((size_t)qp->sq.n << qp->sq.shift);
-	qp->rq.ring = ring_alloc((size_t)qp->rq.n << qp->rq.shift);
+	qp->rq.shift = chpp_wqe_shift(rq_bytes);
+	qp->sq.ring = chpp_ring_alloc((size_t)qp->sq.n << qp->sq.shift);
+	qp->rq.ring = chpp_ring_alloc((size_t)qp->rq.n << qp->rq.shift);
 	if (!qp->sq.ring || !qp->rq.ring) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	drv.sq_buf_addr = (uintptr_t)qp->sq.ring;
 	drv.rq_buf_addr = (uintptr_t)qp->rq.ring;
-	drv.log_sq_size = log2_up(qp->sq.n);
+	drv.log_sq_size = chpp_log2_up(qp->sq.n);
 	drv.log_sq_stride = qp->sq.shift;
-	drv.log_rq_size = log2_up(qp->rq.n);
+	drv.log_rq_size = chpp_log2_up(qp->rq.n);
 	drv.log_rq_stride = qp->rq.shift;
 	err = chpp_create_qp_raw(c, pd, scq, rcq, ib_qp_type, wrs, &drv, qp);
 	if (!err)
@@ -471,157 +444,52 @@ int chpp_ready_ud(struct chpp_uctx *c, struct chpp_uqp *qp, uint32_t qkey)
 	return modify(c, &m);
 }
 
-static void *wqe_at(struct chpp_uwq *wq, uint32_t i)
-{
-	return (uint8_t *)wq->ring + ((size_t)(i & (wq->n - 1)) << wq->shift);
-}
-
-/* WQEs in memory before the doorbell store that announces them. */
-static void db_barrier(void)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-
+/* The caller's wr_id goes to the WQE as is: the CQE gives it back. */
 int chpp_post_send(struct chpp_uctx *c, struct chpp_uqp *qp,
 		   const struct chpp_usend *wr)
 {
-	uint8_t *wqe = wqe_at(&qp->sq, qp->sq.head);
-	uint8_t *p = wqe + SEG, *end = wqe + (1u << qp->sq.shift);
-	struct chpp_wqe_ctrl *ctrl = (void *)wqe;
-	int i;
+	int err = chpp_write_send_wqe(&qp->sq, qp->type, c->info.qpn_bits, wr,
+				      wr->wr_id);
 
-	memset(wqe, 0, 1u << qp->sq.shift);
-	ctrl->opcode = wr->opcode;
-	ctrl->flags = wr->flags;
-	ctrl->imm = wr->imm;
-	ctrl->wr_id = wr->wr_id;
-	if (qp->type == CHPP_QPT_UD) {
-		struct chpp_wqe_ud *u = (void *)p;
-
-		u->dest_node = CHPP_LID_NODE(wr->dlid);
-		u->dest_vf = CHPP_LID_FN(wr->dlid);
-		u->dest_qpn = wr->remote_qp_num & ((1u << c->info.qpn_bits) - 1);
-		u->dest_magic = wr->remote_qp_num >> c->info.qpn_bits;
-		u->qkey = wr->remote_qkey;
-		p += SEG;
-	}
-	switch (wr->opcode) {
-	case CHPP_WQE_PUT:
-	case CHPP_WQE_PUT_IMM:
-	case CHPP_WQE_GET:
-	case CHPP_WQE_ATOMIC_CS:
-	case CHPP_WQE_ATOMIC_FA: {
-		struct chpp_wqe_raddr *r = (void *)p;
-
-		r->raddr = wr->raddr;
-		r->rkey = wr->rkey;
-		p += SEG;
-		if (wr->opcode == CHPP_WQE_ATOMIC_CS ||
-		    wr->opcode == CHPP_WQE_ATOMIC_FA) {
-			struct chpp_wqe_atomic *a = (void *)p;
-
-			a->swap_add = wr->swap_add;
-			a->compare = wr->compare;
-			p += SEG;
-		}
-		break;
-	}
-	default:
-		break;
-	}
-	if (wr->flags & CHPP_WQE_INLINE) {
-		struct chpp_wqe_inline *in = (void *)p;
-		uint32_t len = 0;
-
-		p += SEG;
-		for (i = 0; i < wr->num_sge; i++) {
-			if (p + len + wr->sg[i].length > end)
-				return -EINVAL;
-			memcpy(p + len, (void *)(uintptr_t)wr->sg[i].addr,
-			       wr->sg[i].length);
-			len += wr->sg[i].length;
-		}
-		in->length = len;
-	} else {
-		if (p + SEG * wr->num_sge > end)
-			return -EINVAL;
-		ctrl->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			struct chpp_wqe_sge *s = (void *)(p + SEG * i);
-
-			s->addr = wr->sg[i].addr;
-			s->length = wr->sg[i].length;
-			s->lkey = wr->sg[i].lkey;
-		}
-	}
+	if (err)
+		return err;
 	qp->sq.head++;
-	db_barrier();
-	chpp_mmio_write32(c->uar + CHPP_UAR_SQ_DB,
-			  (qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
-			  (qp->sq.head & CHPP_UAR_DB_PI_MASK));
+	chpp_ring_sq(c->uar, qp->qpn, qp->sq.head);
 	return 0;
 }
 
 int chpp_post_recv(struct chpp_uctx *c, struct chpp_uqp *qp, uint64_t wr_id,
 		   const struct chpp_usge *sg, int num_sge)
 {
-	struct chpp_rwqe_hdr *h = wqe_at(&qp->rq, qp->rq.head);
-	struct chpp_wqe_sge *s = (void *)(h + 1);
-	int i;
+	int err = chpp_write_recv_wqe(&qp->rq, wr_id, sg, num_sge);
 
-	if (SEG + SEG * num_sge > (1 << qp->rq.shift))
-		return -EINVAL;
-	h->wr_id = wr_id;
-	h->num_sge = num_sge;
-	h->reserved = 0;
-	for (i = 0; i < num_sge; i++) {
-		s[i].addr = sg[i].addr;
-		s[i].length = sg[i].length;
-		s[i].lkey = sg[i].lkey;
-	}
+	if (err)
+		return err;
 	qp->rq.head++;
-	db_barrier();
-	chpp_mmio_write32(c->uar + CHPP_UAR_RQ_DB,
-			  (qp->qpn << CHPP_UAR_DB_QPN_SHIFT) |
-			  (qp->rq.head & CHPP_UAR_DB_PI_MASK));
+	chpp_ring_rq(c->uar, qp->qpn, qp->rq.head);
 	return 0;
-}
-
-static void cq_doorbell(struct chpp_uctx *c, struct chpp_ucq *cq, uint32_t cmd)
-{
-	/* One 64-bit store: the device refuses a CQ doorbell split in two. */
-	chpp_mmio_write64(c->uar + CHPP_UAR_CQ_DB,
-			  (cq->cqn & CHPP_CQ_DB_CQN_MASK) |
-			  ((uint64_t)cmd << CHPP_CQ_DB_CMD_SHIFT) |
-			  ((uint64_t)(cq->ci & CHPP_CQ_DB_CI_MASK) <<
-			   CHPP_CQ_DB_CI_SHIFT));
 }
 
 int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq, struct chpp_cqe *out,
 		 int max)
 {
+	const struct chpp_cqe *e;
 	int n = 0;
 
-	while (n < max) {
-		struct chpp_cqe *e = &cq->ring[cq->ci & (cq->n - 1)];
-		int phase = ((cq->ci / cq->n) & 1) ^ 1;
-		/* The device writes the owner byte last: read it first. */
-		uint8_t owner = __atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
-
-		if (!!(owner & CHPP_CQE_OWNER) != phase)
-			break;
+	while (n < max && (e = chpp_cqe_at(cq->ring, cq->n, cq->ci))) {
 		memcpy(&out[n], e, sizeof(out[n]));
 		cq->ci++;
 		n++;
 	}
 	if (n)
-		cq_doorbell(c, cq, CHPP_CQ_DB_SET_CI);
+		chpp_ring_cq(c->uar, cq->cqn, CHPP_CQ_DB_SET_CI, cq->ci);
 	return n;
 }
 
 void chpp_arm_cq(struct chpp_uctx *c, struct chpp_ucq *cq, int solicited)
 {
-	cq_doorbell(c, cq, solicited ? CHPP_CQ_DB_ARM_SOL : CHPP_CQ_DB_ARM_NEXT);
+	chpp_ring_cq(c->uar, cq->cqn,
+		     solicited ? CHPP_CQ_DB_ARM_SOL : CHPP_CQ_DB_ARM_NEXT, cq->ci);
 }
 
 int chpp_wait_cq_event(struct chpp_ucq *cq, int ms)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include "hw/chpp/chpp-hca-abi.h"
 #include "chpp_uverbs_abi.h"
+#include "chpp_datapath.h"
 
 /* Values of the kernel's verbs enums used in uverbs commands. */
 enum {
@@ -57,11 +58,6 @@ struct chpp_ucq {
 	int channel_fd;			/* completion channel, or -1 */
 };
 
-struct chpp_uwq {
-	void *ring;
-	uint32_t n, shift, head;
-};
-
 struct chpp_uqp {
 	uint32_t handle;
 	uint32_t qpn;			/* device QPN */
@@ -74,39 +70,6 @@ struct chpp_uqp {
 struct chpp_umr {
 	uint32_t handle, lkey, rkey;
 };
-
-struct chpp_usge {
-	uint64_t addr;
-	uint32_t length, lkey;
-};
-
-/* One send work request (the fields a WQE can carry). */
-struct chpp_usend {
-	uint8_t opcode;			/* enum chpp_wqe_opcode */
-	uint8_t flags;			/* CHPP_WQE_* (INLINE copies the sges) */
-	uint32_t imm;
-	uint64_t wr_id;
-	uint64_t raddr;
-	uint32_t rkey;
-	uint64_t swap_add, compare;
-	const struct chpp_usge *sg;
-	int num_sge;
-	/* UD QPs: the destination, as verbs name it. */
-	uint16_t dlid;
-	uint32_t remote_qp_num;
-	uint32_t remote_qkey;
-};
-
-/* Doorbell stores: one store of exactly this width (the page is uncached). */
-static inline void chpp_mmio_write32(uint8_t *addr, uint32_t val)
-{
-	__atomic_store_n((uint32_t *)addr, val, __ATOMIC_RELEASE);
-}
-
-static inline void chpp_mmio_write64(uint8_t *addr, uint64_t val)
-{
-	__atomic_store_n((uint64_t *)addr, val, __ATOMIC_RELEASE);
-}
 
 int chpp_open(struct chpp_uctx *c, const char *dev);
 void chpp_close(struct chpp_uctx *c);

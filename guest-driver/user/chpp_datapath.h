@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause */
+/*
+ * The user-space data path of a chpp-hca, shared by libchpp-user (the bare
+ * uverbs library of chpp-uverbs-test) and the libibverbs provider
+ * (guest-driver/provider): ring geometry, building send and receive WQEs,
+ * the UAR doorbells and reading CQEs. Nothing here makes a system call.
+ * Formats: include/hw/chpp/chpp-hca-abi.h, docs/work-requests.md.
+ */
+#ifndef CHPP_DATAPATH_H
+#define CHPP_DATAPATH_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "hw/chpp/chpp-hca-abi.h"
+
+#define CHPP_SEG 16	/* every WQE segment is 16 bytes */
+
+/* One work queue ring in process memory: n WQEs of 2^shift bytes. */
+struct chpp_uwq {
+	void *ring;
+	uint32_t n, shift, head;
+};
+
+struct chpp_usge {
+	uint64_t addr;
+	uint32_t length, lkey;
+};
+
+/* One send work request (the fields a WQE can carry). */
+struct chpp_usend {
+	uint8_t opcode;			/* enum chpp_wqe_opcode */
+	uint8_t flags;			/* CHPP_WQE_* (INLINE copies the sges) */
+	uint32_t imm;
+	uint64_t wr_id;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint64_t swap_add, compare;
+	const struct chpp_usge *sg;
+	int num_sge;
+	/* UD QPs: the destination, as verbs name it. */
+	uint16_t dlid;
+	uint32_t remote_qp_num;
+	uint32_t remote_qkey;
+};
+
+/* Doorbell stores: one store of exactly this width (the page is uncached). */
+static inline void chpp_mmio_write32(uint8_t *addr, uint32_t val)
+{
+	__atomic_store_n((uint32_t *)addr, val, __ATOMIC_RELEASE);
+}
+
+static inline void chpp_mmio_write64(uint8_t *addr, uint64_t val)
+{
+	__atomic_store_n((uint64_t *)addr, val, __ATOMIC_RELEASE);
+}
+
+int chpp_log2_up(uint32_t v);
+/* Zeroed, page-aligned memory for a ring (free() it). */
+void *chpp_ring_alloc(size_t size);
+/*
+ * Bytes a send WQE of a QP of @qp_type (enum chpp_qp_type) needs for
+ * @sges gather entries or @inline_len bytes of inline data, and a receive
+ * WQE for @sges entries; the kernel checks the strides against the same sums.
+ */
+uint32_t chpp_sq_wqe_bytes(uint8_t qp_type, uint32_t sges, uint32_t inline_len);
+uint32_t chpp_rq_wqe_bytes(uint32_t sges);
+/* log2 of the stride for @bytes: at least CHPP_MIN_WQE_SHIFT. */
+uint32_t chpp_wqe_shift(uint32_t bytes);
+
+/*
+ * Write the send WQE for @wr into slot wq->head (head is not advanced).
+ * @wqe_id goes to the control segment's wr_id, which the device copies to
+ * the CQE. -EINVAL when the gather list or inline data do not fit.
+ */
+int chpp_write_send_wqe(struct chpp_uwq *wq, uint8_t qp_type,
+			uint32_t qpn_bits, const struct chpp_usend *wr,
+			uint64_t wqe_id);
+int chpp_write_recv_wqe(struct chpp_uwq *wq, uint64_t wqe_id,
+			const struct chpp_usge *sg, int num_sge);
+
+/* Doorbells on a UAR page: the new producer index of a QP's SQ or RQ. */
+void chpp_ring_sq(uint8_t *uar, uint32_t qpn, uint32_t head);
+void chpp_ring_rq(uint8_t *uar, uint32_t qpn, uint32_t head);
+/* CQ doorbell: @cmd is enum chpp_cq_db_cmd, @ci the consumer index. */
+void chpp_ring_cq(uint8_t *uar, uint32_t cqn, uint32_t cmd, uint32_t ci);
+
+/*
+ * The CQE at consumer index @ci of a ring of @n entries if the device has
+ * written it, else NULL. Its fields may be read after this returns.
+ */
+const struct chpp_cqe *chpp_cqe_at(const struct chpp_cqe *ring, uint32_t n,
+				   uint32_t ci);
+
+#endif /* CHPP_DATAPATH_H */
