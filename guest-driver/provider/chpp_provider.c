@@ -187,11 +187,11 @@ static int chpp_wq_init(struct chpp_wq *wq, uint32_t wrs, uint32_t bytes)
 	wq->uwq.n = 1u << chpp_log2_up(wrs ? wrs : 1);
 	wq->uwq.shift = chpp_wqe_shift(bytes);
 	if (wq->uwq.shift > CHPP_MAX_WQE_SHIFT)
-		return EINVAL;
+		return -EINVAL;
 	wq->uwq.ring = chpp_ring_alloc((size_t)wq->uwq.n << wq->uwq.shift);
 	wq->wrid = calloc(wq->uwq.n, sizeof(*wq->wrid));
 	if (!wq->uwq.ring || !wq->wrid)
-		return ENOMEM;
+		return -ENOMEM;
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
 }
@@ -249,8 +249,10 @@ static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
 	if (!err)
 		err = chpp_wq_init(&qp->rq, cap->max_recv_wr,
 				   chpp_rq_wqe_bytes(cap->max_recv_sge));
-	if (err)
+	if (err) {
+		err = -err;
 		goto fail;
+	}
 	qp->sig_all = attr->sq_sig_all;
 	cmd.drv.sq_buf_addr = (uintptr_t)qp->sq.uwq.ring;
 	cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.uwq.ring;

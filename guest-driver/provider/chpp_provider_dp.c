@@ -160,7 +160,7 @@ static int chpp_sges(const struct ibv_sge *in, int num, struct chpp_usge *out)
 	int i;
 
 	if (num < 0 || num > CHPP_MAX_SGE)
-		return EINVAL;
+		return -EINVAL;
 	for (i = 0; i < num; i++) {
 		out[i].addr = in[i].addr;
 		out[i].length = in[i].length;
@@ -176,10 +176,10 @@ static int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
 	struct chpp_wq *sq = &qp->sq;
 
 	if (sq->uwq.head - sq->tail >= sq->uwq.n)
-		return ENOMEM;
+		return -ENOMEM;
 	if (chpp_write_send_wqe(&sq->uwq, qp->type, ctx->info.qpn_bits, w,
 				sq->uwq.head))
-		return EINVAL;
+		return -EINVAL;
 	sq->wrid[sq->uwq.head & (sq->uwq.n - 1)] = wr_id;
 	sq->uwq.head++;
 	return 0;
@@ -224,7 +224,7 @@ static int chpp_send_wr(struct chpp_qp *qp, const struct ibv_send_wr *wr,
 		w->swap_add = wr->wr.atomic.compare_add;
 		break;
 	default:
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (w->opcode == CHPP_WQE_PUT || w->opcode == CHPP_WQE_PUT_IMM ||
 	    w->opcode == CHPP_WQE_GET) {
@@ -233,7 +233,7 @@ static int chpp_send_wr(struct chpp_qp *qp, const struct ibv_send_wr *wr,
 	}
 	if (qp->type == CHPP_QPT_UD) {
 		if (!wr->wr.ud.ah)
-			return EINVAL;
+			return -EINVAL;
 		w->dlid = to_cah(wr->wr.ud.ah)->dlid;
 		w->remote_qp_num = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
@@ -265,7 +265,7 @@ int chpp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (qp->sq.uwq.head != start)
 		chpp_ring_sq(ctx->uar, qp->qpn, qp->sq.uwq.head);
 	pthread_spin_unlock(&qp->sq.lock);
-	return err;
+	return -err;	/* libibverbs: a positive errno */
 }
 
 int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
@@ -282,12 +282,12 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	start = rq->uwq.head;
 	for (; wr; wr = wr->next) {
 		if (rq->uwq.head - rq->tail >= rq->uwq.n)
-			err = ENOMEM;
+			err = -ENOMEM;
 		else
 			err = chpp_sges(wr->sg_list, wr->num_sge, sg);
 		if (!err && chpp_write_recv_wqe(&rq->uwq, rq->uwq.head, sg,
 						wr->num_sge))
-			err = EINVAL;
+			err = -EINVAL;
 		if (err) {
 			*bad_wr = wr;
 			break;
@@ -298,16 +298,24 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (rq->uwq.head != start)
 		chpp_ring_rq(ctx->uar, qp->qpn, rq->uwq.head);
 	pthread_spin_unlock(&rq->lock);
-	return err;
+	return -err;
 }
 
+/* 0, or -EOPNOTSUPP for an object of another provider. */
+static int chppdv_ours(struct ibv_context *context)
+{
+	return chpp_is_our_context(context) ? 0 : -EOPNOTSUPP;
+}
+
+/* The chppdv_* functions return positive errno values, as libibverbs. */
 int chppdv_query_context(struct ibv_context *context,
 			 struct chppdv_context *out)
 {
 	struct chpp_context *ctx;
+	int err = chppdv_ours(context);
 
-	if (!chpp_is_our_context(context))
-		return EOPNOTSUPP;
+	if (err)
+		return -err;
 	ctx = to_cctx(context);
 	memset(out, 0, sizeof(*out));
 	out->node_id = ctx->info.node_id;
@@ -323,10 +331,11 @@ int chppdv_query_context(struct ibv_context *context,
 int chppdv_query_qp(struct ibv_qp *ibqp, struct chppdv_qp *out)
 {
 	struct chpp_qp *qp = to_cqp(ibqp);
+	int err = chppdv_ours(ibqp->context);
 	uint32_t hdr;
 
-	if (!chpp_is_our_context(ibqp->context))
-		return EOPNOTSUPP;
+	if (err)
+		return -err;
 	memset(out, 0, sizeof(*out));
 	out->qpn = qp->qpn;
 	out->magic = qp->magic;
@@ -363,13 +372,13 @@ static int chppdv_wr(struct chpp_qp *qp, const struct chppdv_send_wr *wr,
 		w->opcode = CHPP_WQE_GET;
 		break;
 	default:
-		return EINVAL;
+		return -EINVAL;
 	}
 	w->raddr = wr->remote_addr;
 	w->rkey = wr->rkey;
 	if (qp->type == CHPP_QPT_UD) {
 		if (!wr->ah || w->opcode != CHPP_WQE_NAP)
-			return EINVAL;
+			return -EINVAL;
 		w->dlid = to_cah(wr->ah)->dlid;
 		w->remote_qp_num = wr->remote_qpn;
 		w->remote_qkey = wr->remote_qkey;
@@ -385,10 +394,10 @@ int chppdv_post_send(struct ibv_qp *ibqp, const struct chppdv_send_wr *wr,
 	struct chpp_qp *qp = to_cqp(ibqp);
 	struct chpp_usend w;
 	uint32_t start;
-	int i, err = 0;
+	int i, err = chppdv_ours(ibqp->context);
 
-	if (!chpp_is_our_context(ibqp->context))
-		return EOPNOTSUPP;
+	if (err)
+		return -err;
 	ctx = to_cctx(ibqp->context);
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.uwq.head;
@@ -405,5 +414,5 @@ int chppdv_post_send(struct ibv_qp *ibqp, const struct chppdv_send_wr *wr,
 	if (qp->sq.uwq.head != start)
 		chpp_ring_sq(ctx->uar, qp->qpn, qp->sq.uwq.head);
 	pthread_spin_unlock(&qp->sq.lock);
-	return err;
+	return -err;	/* libibverbs: a positive errno */
 }

@@ -129,100 +129,99 @@ struct verbs_mr {
 /*
  * Every operation a provider may implement, in the order of the binary
  * (alphabetical). Unset entries keep libibverbs' defaults (EOPNOTSUPP).
- * Types of operations we do not implement are reduced to void pointers.
+ * Operations we do not implement are reduced to void pointers.
  */
-typedef void *chpp_unused_op;
 
 struct verbs_context_ops {
-	chpp_unused_op advise_mr;
-	chpp_unused_op alloc_dm;
-	chpp_unused_op alloc_mw;
-	chpp_unused_op alloc_null_mr;
-	chpp_unused_op alloc_parent_domain;
+	void *advise_mr;
+	void *alloc_dm;
+	void *alloc_mw;
+	void *alloc_null_mr;
+	void *alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
-	chpp_unused_op alloc_td;
+	void *alloc_td;
 	void (*async_event)(struct ibv_context *context,
 			    struct ibv_async_event *event);
-	chpp_unused_op attach_counters_point_flow;
-	chpp_unused_op attach_mcast;
-	chpp_unused_op bind_mw;
-	chpp_unused_op close_xrcd;
+	void *attach_counters_point_flow;
+	void *attach_mcast;
+	void *bind_mw;
+	void *close_xrcd;
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
-	chpp_unused_op create_counters;
+	void *create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	chpp_unused_op create_cq_ex;
-	chpp_unused_op create_flow;
-	chpp_unused_op create_flow_action_esp;
+	void *create_cq_ex;
+	void *create_flow;
+	void *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	chpp_unused_op create_qp_ex;
-	chpp_unused_op create_rwq_ind_table;
-	chpp_unused_op create_srq;
-	chpp_unused_op create_srq_ex;
-	chpp_unused_op create_wq;
-	chpp_unused_op dealloc_mw;
+	void *create_qp_ex;
+	void *create_rwq_ind_table;
+	void *create_srq;
+	void *create_srq_ex;
+	void *create_wq;
+	void *dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
-	chpp_unused_op dealloc_td;
+	void *dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
-	chpp_unused_op destroy_counters;
+	void *destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
-	chpp_unused_op destroy_flow;
-	chpp_unused_op destroy_flow_action;
+	void *destroy_flow;
+	void *destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
-	chpp_unused_op destroy_rwq_ind_table;
-	chpp_unused_op destroy_srq;
-	chpp_unused_op destroy_wq;
-	chpp_unused_op detach_mcast;
+	void *destroy_rwq_ind_table;
+	void *destroy_srq;
+	void *destroy_wq;
+	void *detach_mcast;
 	void (*free_context)(struct ibv_context *context);
-	chpp_unused_op free_dm;
-	chpp_unused_op get_srq_num;
-	chpp_unused_op import_dm;
-	chpp_unused_op import_mr;
-	chpp_unused_op import_pd;
-	chpp_unused_op modify_cq;
-	chpp_unused_op modify_flow_action_esp;
+	void *free_dm;
+	void *get_srq_num;
+	void *import_dm;
+	void *import_mr;
+	void *import_pd;
+	void *modify_cq;
+	void *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
-	chpp_unused_op modify_qp_rate_limit;
-	chpp_unused_op modify_srq;
-	chpp_unused_op modify_wq;
-	chpp_unused_op open_qp;
-	chpp_unused_op open_xrcd;
+	void *modify_qp_rate_limit;
+	void *modify_srq;
+	void *modify_wq;
+	void *open_qp;
+	void *open_xrcd;
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
-	chpp_unused_op post_srq_ops;
-	chpp_unused_op post_srq_recv;
+	void *post_srq_ops;
+	void *post_srq_recv;
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
 			       size_t attr_size);
-	chpp_unused_op query_ece;
+	void *query_ece;
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
-	chpp_unused_op query_qp_data_in_order;
-	chpp_unused_op query_rt_values;
-	chpp_unused_op query_srq;
-	chpp_unused_op read_counters;
-	chpp_unused_op reg_dm_mr;
-	chpp_unused_op reg_dmabuf_mr;
+	void *query_qp_data_in_order;
+	void *query_rt_values;
+	void *query_srq;
+	void *read_counters;
+	void *reg_dm_mr;
+	void *reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	chpp_unused_op rereg_mr;
-	chpp_unused_op resize_cq;
-	chpp_unused_op set_ece;
-	chpp_unused_op unimport_dm;
-	chpp_unused_op unimport_mr;
-	chpp_unused_op unimport_pd;
+	void *rereg_mr;
+	void *resize_cq;
+	void *set_ece;
+	void *unimport_dm;
+	void *unimport_mr;
+	void *unimport_pd;
 };
 
 static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
