@@ -377,6 +377,11 @@ int chpp_ib_register(struct chpp_dev *dev)
 	ibdev->node_guid = cpu_to_be64(dev->port_guid);
 	ibdev->local_dma_lkey = 0;
 	strscpy(ibdev->node_desc, "chpp-hca", sizeof(ibdev->node_desc));
+	/*
+	 * The PCI function as sysfs parent: uverbsN/device/modalias is what
+	 * libibverbs matches providers by (docs/verbs-provider.md).
+	 */
+	ibdev->dev.parent = &dev->pdev->dev;
 	ib_set_device_ops(ibdev, &chpp_dev_ops);
 	err = ib_register_device(ibdev, "chpp%d", &dev->pdev->dev);
 	if (err) {

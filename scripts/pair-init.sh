@@ -322,6 +322,55 @@ if [ "$MODE" = pair ]; then
     UVERBS="$UVERBS; user-space traffic with the peer"
 fi
 
+# The libibverbs provider (docs/verbs-provider.md): unmodified rdma-core
+# tools and chpp-verbs-test through libibverbs on this node's PF.
+verbs_stage() {
+    ip link set lo up
+    ibv_devices >/tmp/ibv_devices.log 2>&1 || { cat /tmp/ibv_devices.log; fail "ibv_devices"; }
+    cat /tmp/ibv_devices.log
+    grep -q "chpp0[[:space:]]*$(sed 's/://g' /sys/class/infiniband/chpp0/node_guid)" /tmp/ibv_devices.log ||
+        fail "ibv_devices does not list chpp0 with its node GUID"
+    ibv_devinfo -v -d chpp0 >/tmp/ibv_devinfo.log 2>&1 || { cat /tmp/ibv_devinfo.log; fail "ibv_devinfo -v"; }
+    grep -E 'hca_id|fw_ver|vendor|max_(qp|qp_wr|sge|cq|cqe|mr|pd):|atomic_cap|port:|state:|mtu:|port_lid|link_layer' \
+        /tmp/ibv_devinfo.log | tr -s '\t' ' ' | sed 's/^/chpp-guest: devinfo:/'
+    for want in 'state:.*PORT_ACTIVE' 'link_layer:.*InfiniBand' "vendor_id:.*$(cat /sys/bus/pci/devices/"$BDF"/vendor)" \
+            "vendor_part_id:.*$(($(cat /sys/bus/pci/devices/"$BDF"/device)))" 'max_mtu:.*4096' \
+            "port_lid:.*$(($(cat /sys/class/infiniband/chpp0/ports/1/lid)))" 'atomic_cap:.*ATOMIC_HCA'; do
+        grep -q "$want" /tmp/ibv_devinfo.log || fail "ibv_devinfo -v: no '$want'"
+    done
+    /bin/chpp-verbs-test >/tmp/verbs.log 2>&1
+    vrc=$?
+    cat /tmp/verbs.log
+    [ $vrc = 0 ] && grep -q '^chpp-verbs: PASS' /tmp/verbs.log || fail "chpp-verbs-test"
+    # ibv_rc_pingpong: server and client, two processes on this device.
+    port=18515
+    for opts in "-s 4096 -n 200" "-s 1 -n 100 -e" "-s 65536 -n 50 -e" "-s 1048576 -n 10" "-s 1048576 -n 10 -e"; do
+        port=$((port + 1))
+        # shellcheck disable=SC2086
+        ibv_rc_pingpong -d chpp0 -p $port $opts >/tmp/pp-server.log 2>&1 &
+        spid=$!
+        w=0
+        until netstat -ltn 2>/dev/null | grep -q ":$port "; do
+            sleep 0.2; w=$((w + 1))
+            [ $w -lt 100 ] || { cat /tmp/pp-server.log; fail "ibv_rc_pingpong $opts: server not listening"; }
+        done
+        # shellcheck disable=SC2086
+        timeout 120 ibv_rc_pingpong -d chpp0 -p $port $opts 127.0.0.1 >/tmp/pp-client.log 2>&1
+        crc=$?
+        wait $spid
+        src=$?
+        if [ $crc != 0 ] || [ $src != 0 ] || ! grep -q 'bytes in' /tmp/pp-client.log ||
+                ! grep -q 'bytes in' /tmp/pp-server.log; then
+            cat /tmp/pp-server.log /tmp/pp-client.log
+            fail "ibv_rc_pingpong $opts (server rc $src, client rc $crc)"
+        fi
+        say "ibv_rc_pingpong $opts: $(grep 'bytes in' /tmp/pp-client.log)"
+    done
+    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e)"
+}
+BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
+verbs_stage
+
 # Unbind and bind the PCI function through sysfs: the ib device goes and
 # comes back with its port ACTIVE.
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
@@ -348,4 +397,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}${VERBS:-}"

@@ -110,6 +110,9 @@ flock "$GUEST/driver-build.lock" \
 flock "$GUEST/driver-build.lock" \
     make -s -C "$CHPP_ROOT/guest-driver/user" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
     { cat "$GUEST/driver-build.log" >&2; chpp_die "user-space test build failed"; }
+flock "$GUEST/driver-build.lock" \
+    make -s -C "$CHPP_ROOT/guest-driver/provider" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
+    { cat "$GUEST/driver-build.log" >&2; chpp_die "verbs provider build failed"; }
 
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
@@ -133,6 +136,12 @@ ROOT="$RUN/initramfs"
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
+# The libibverbs provider where libibverbs 44 looks for "driver chpp"
+# (docs/verbs-provider.md), and its test program.
+mkdir -p "$ROOT/usr/lib/x86_64-linux-gnu/libibverbs" "$ROOT/etc/libibverbs.d"
+cp "$GUEST/libchpp-rdmav34.so" "$ROOT/usr/lib/x86_64-linux-gnu/libibverbs/"
+cp "$GUEST/chpp.driver" "$ROOT/etc/libibverbs.d/"
+cp "$GUEST/chpp-verbs-test" "$ROOT/bin/"
 ln -s busybox "$ROOT/bin/sh"
 install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
 for m in "${ORDER[@]}"; do

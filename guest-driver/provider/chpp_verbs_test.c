@@ -229,9 +229,18 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 static void test_device(void)
 {
 	struct ibv_device_attr d;
+	struct chppdv_context dc;
 	struct ibv_port_attr p;
 
 	CHECK(!ibv_query_device(ctx, &d), "ibv_query_device");
+	CHECK(!chppdv_query_context(ctx, &dc), "chppdv_query_context");
+	/* The limits of QUERY_DEVICE are the device's (as GET_CONTEXT says). */
+	CHECK((uint32_t)d.max_qp_wr == dc.max_qp_wqes &&
+	      (uint32_t)d.max_sge == dc.max_sge &&
+	      (uint32_t)d.max_cqe == dc.max_cq_entries,
+	      "limits: wr %d/%u sge %d/%u cqe %d/%u", d.max_qp_wr,
+	      dc.max_qp_wqes, d.max_sge, dc.max_sge, d.max_cqe,
+	      dc.max_cq_entries);
 	CHECK(d.vendor_id == CHPP_PCI_VENDOR_ID, "vendor %x", d.vendor_id);
 	CHECK(d.vendor_part_id == CHPP_PCI_DEVICE_ID_PF ||
 	      d.vendor_part_id == CHPP_PCI_DEVICE_ID_VF, "part %x",
@@ -532,6 +541,7 @@ static void test_channel(void)
 static void test_ud(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_ah_attr aa = { .dlid = lid, .port_num = 1 };
 	struct ibv_send_wr wr;
 	struct ibv_qp *a, *b;
@@ -539,9 +549,9 @@ static void test_ud(void)
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 
-	CHECK(cq, "create CQ");
-	a = create_qp(IBV_QPT_UD, cq, cq, 8, 1, 0);
-	b = create_qp(IBV_QPT_UD, cq, cq, 8, 1, 0);
+	CHECK(cq && rcq, "create CQs");
+	a = create_qp(IBV_QPT_UD, cq, rcq, 8, 1, 0);
+	b = create_qp(IBV_QPT_UD, cq, rcq, 8, 1, 0);
 	ready_ud(a);
 	ready_ud(b);
 	ah = ibv_create_ah(pd, &aa);
@@ -563,7 +573,7 @@ static void test_ud(void)
 	wr.wr.ud.remote_qkey = QKEY;
 	post_send(a, &wr);
 	expect(cq, 21, IBV_WC_SUCCESS, IBV_WC_SEND, "UD send");
-	wc = expect(cq, 31, IBV_WC_SUCCESS, IBV_WC_RECV, "UD recv");
+	wc = expect(rcq, 31, IBV_WC_SUCCESS, IBV_WC_RECV, "UD recv");
 	CHECK(wc.src_qp == a->qp_num && be32toh(wc.imm_data) == 77 &&
 	      wc.byte_len == 1000 + CHPP_UD_GRH_SIZE &&
 	      !memcmp(at(0x2000 + CHPP_UD_GRH_SIZE), at(0x1400), 1000),
@@ -575,10 +585,10 @@ static void test_ud(void)
 	wr.wr.ud.remote_qkey = QKEY + 1;
 	post_send(a, &wr);
 	expect(cq, 22, IBV_WC_SUCCESS, IBV_WC_SEND, "UD send, wrong qkey");
-	expect_none(cq, 100, "UD with a wrong Q_Key was received");
+	expect_none(rcq, 100, "UD with a wrong Q_Key was received");
 	CHECK(!ibv_destroy_ah(ah), "destroy AH");
 	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
-	CHECK(!ibv_destroy_cq(cq), "destroy CQ");
+	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");
 	printf("chpp-verbs: UD SEND_IMM with GRH, wrong Q_Key dropped\n");
 }
 
@@ -586,6 +596,7 @@ static void test_ud(void)
 static void test_dv(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct chppdv_send_wr w;
 	struct chppdv_context dc;
 	struct chppdv_qp dq;
@@ -593,10 +604,10 @@ static void test_dv(void)
 	struct ibv_sge s, r;
 	struct ibv_wc wc;
 
-	CHECK(cq, "create CQ");
+	CHECK(cq && rcq, "create CQs");
 	CHECK(!chppdv_query_context(ctx, &dc) && dc.qpn_bits, "chppdv_query_context");
-	a = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 256);
-	b = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 0);
+	a = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 256);
+	b = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
 	CHECK(!chppdv_query_qp(a, &dq), "chppdv_query_qp");
 	CHECK(dq.magic == a->qp_num >> dc.qpn_bits && dq.magic &&
 	      dq.qpn == (a->qp_num & ((1u << dc.qpn_bits) - 1)) &&
@@ -617,7 +628,7 @@ static void test_dv(void)
 	w.num_sge = 1;
 	CHECK(!chppdv_post_send(a, &w, 1, NULL), "post NAP-immediate");
 	expect(cq, 51, IBV_WC_SUCCESS, IBV_WC_SEND, "NAP-immediate");
-	wc = expect(cq, 41, IBV_WC_SUCCESS, IBV_WC_RECV, "NAP-immediate recv");
+	wc = expect(rcq, 41, IBV_WC_SUCCESS, IBV_WC_RECV, "NAP-immediate recv");
 	CHECK(wc.byte_len == 200 && same_pattern(0x3000, 200, 7),
 	      "NAP-immediate data");
 
@@ -628,7 +639,7 @@ static void test_dv(void)
 	w.opcode = CHPPDV_WR_NAP_INDIRECT;
 	CHECK(!chppdv_post_send(a, &w, 1, NULL), "post NAP-indirect");
 	expect(cq, 52, IBV_WC_SUCCESS, IBV_WC_SEND, "NAP-indirect");
-	wc = expect(cq, 42, IBV_WC_SUCCESS, IBV_WC_RECV, "NAP-indirect recv");
+	wc = expect(rcq, 42, IBV_WC_SUCCESS, IBV_WC_RECV, "NAP-indirect recv");
 	CHECK(wc.byte_len == 2048 && same_pattern(0x3000, 2048, 8),
 	      "NAP-indirect data");
 
@@ -656,7 +667,7 @@ static void test_dv(void)
 	CHECK(!chppdv_post_send(a, &w, 1, NULL), "post long NAP");
 	expect(cq, 55, IBV_WC_LOC_LEN_ERR, 0, "NAP over 2048 bytes");
 	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
-	CHECK(!ibv_destroy_cq(cq), "destroy CQ");
+	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");
 	printf("chpp-verbs: chppdv: magic %u, NAP-immediate, NAP-indirect, PUT, GET, NAP > 2 KiB -> LOC_LEN_ERR\n",
 	       dq.magic);
 }
@@ -669,13 +680,14 @@ static void test_dv(void)
 static void test_errors(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
 	struct ibv_send_wr wr;
 	struct ibv_qp *a, *b;
 	struct ibv_sge s, r;
 
-	CHECK(cq, "create CQ");
-	a = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 0);
-	b = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 0);
+	CHECK(cq && rcq, "create CQs");
+	a = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
+	b = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
 	connect_rc(a, b->qp_num, 7);
 	connect_rc(b, a->qp_num, 7);
 	r = sge(0x3000, 64);
@@ -696,13 +708,13 @@ static void test_errors(void)
 	wr.wr_id = 72;
 	wr.wr.rdma.rkey = mr->rkey;
 	post_send(a, &wr);
-	expect(cq, 61, IBV_WC_WR_FLUSH_ERR, 0, "receive 1 flushed");
-	expect(cq, 62, IBV_WC_WR_FLUSH_ERR, 0, "receive 2 flushed");
+	expect(rcq, 61, IBV_WC_WR_FLUSH_ERR, 0, "receive 1 flushed");
+	expect(rcq, 62, IBV_WC_WR_FLUSH_ERR, 0, "receive 2 flushed");
 	expect(cq, 72, IBV_WC_WR_FLUSH_ERR, 0, "send after the error");
 	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
 
-	a = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 0);
-	b = create_qp(IBV_QPT_RC, cq, cq, 8, 1, 0);
+	a = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
+	b = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
 	connect_rc(a, b->qp_num, 0);
 	connect_rc(b, a->qp_num, 7);
 	wr.wr_id = 73;
@@ -712,7 +724,7 @@ static void test_errors(void)
 	CHECK(qp_state(a) == IBV_QPS_ERR, "RNR: requester not in ERR");
 	CHECK(qp_state(b) == IBV_QPS_RTS, "RNR: responder left RTS");
 	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
-	CHECK(!ibv_destroy_cq(cq), "destroy CQ");
+	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");
 	printf("chpp-verbs: errors: bad rkey -> REM_ACCESS_ERR, ERR, flushes; RNR -> RNR_RETRY_EXC_ERR\n");
 }
 
