@@ -27,6 +27,9 @@ PACKAGES=(
     seabios qemu-system-data ipxe-qemu
     # guest: Debian kernel + busybox initramfs
     linux-image-amd64 linux-headers-amd64 busybox-static cpio gzip
+    # the libibverbs provider (guest-driver/provider): libibverbs 44's
+    # public headers and libibverbs.so to link with
+    libibverbs-dev
     # debugging: gdb and its Python (scripts/gdb/chpp-hca.py)
     gdb
     # sanitizer and fuzzing builds (build-qemu.sh --asan/--fuzz): clang, its
