@@ -346,8 +346,9 @@ verbs_stage() {
     port=18515
     for opts in "-s 4096 -n 200" "-s 1 -n 100 -e" "-s 65536 -n 50 -e" "-s 1048576 -n 10" "-s 1048576 -n 10 -e"; do
         port=$((port + 1))
+        # Both sides time out: a lost completion event would block them.
         # shellcheck disable=SC2086
-        ibv_rc_pingpong -d chpp0 -p $port $opts >/tmp/pp-server.log 2>&1 &
+        timeout 60 ibv_rc_pingpong -d chpp0 -p $port $opts >/tmp/pp-server.log 2>&1 &
         spid=$!
         w=0
         until netstat -ltn 2>/dev/null | grep -q ":$port "; do
@@ -355,7 +356,7 @@ verbs_stage() {
             [ $w -lt 100 ] || { cat /tmp/pp-server.log; fail "ibv_rc_pingpong $opts: server not listening"; }
         done
         # shellcheck disable=SC2086
-        timeout 120 ibv_rc_pingpong -d chpp0 -p $port $opts 127.0.0.1 >/tmp/pp-client.log 2>&1
+        timeout 60 ibv_rc_pingpong -d chpp0 -p $port $opts 127.0.0.1 >/tmp/pp-client.log 2>&1
         crc=$?
         wait $spid
         src=$?
