@@ -342,32 +342,35 @@ verbs_stage() {
     vrc=$?
     cat /tmp/verbs.log
     [ $vrc = 0 ] && grep -q '^chpp-verbs: PASS' /tmp/verbs.log || fail "chpp-verbs-test"
-    # ibv_rc_pingpong: server and client, two processes on this device.
+    # ibv_rc_pingpong and ibv_ud_pingpong: server and client, two processes
+    # on this device.
     port=18515
-    for opts in "-s 4096 -n 200" "-s 1 -n 100 -e" "-s 65536 -n 50 -e" "-s 1048576 -n 10" "-s 1048576 -n 10 -e"; do
+    for run in "rc -s 4096 -n 200" "rc -s 1 -n 100 -e" "rc -s 65536 -n 50 -e" "rc -s 1048576 -n 10" \
+            "rc -s 1048576 -n 10 -e" "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e"; do
+        tool=ibv_${run%% *}_pingpong opts=${run#* }
         port=$((port + 1))
         # Both sides time out: a lost completion event would block them.
         # shellcheck disable=SC2086
-        timeout 60 ibv_rc_pingpong -d chpp0 -p $port $opts >/tmp/pp-server.log 2>&1 &
+        timeout 60 $tool -d chpp0 -p $port $opts >/tmp/pp-server.log 2>&1 &
         spid=$!
         w=0
         until netstat -ltn 2>/dev/null | grep -q ":$port "; do
             sleep 0.2; w=$((w + 1))
-            [ $w -lt 100 ] || { cat /tmp/pp-server.log; fail "ibv_rc_pingpong $opts: server not listening"; }
+            [ $w -lt 100 ] || { cat /tmp/pp-server.log; fail "$tool $opts: server not listening"; }
         done
         # shellcheck disable=SC2086
-        timeout 60 ibv_rc_pingpong -d chpp0 -p $port $opts 127.0.0.1 >/tmp/pp-client.log 2>&1
+        timeout 60 $tool -d chpp0 -p $port $opts 127.0.0.1 >/tmp/pp-client.log 2>&1
         crc=$?
         wait $spid
         src=$?
         if [ $crc != 0 ] || [ $src != 0 ] || ! grep -q 'bytes in' /tmp/pp-client.log ||
                 ! grep -q 'bytes in' /tmp/pp-server.log; then
             cat /tmp/pp-server.log /tmp/pp-client.log
-            fail "ibv_rc_pingpong $opts (server rc $src, client rc $crc)"
+            fail "$tool $opts (server rc $src, client rc $crc)"
         fi
-        say "ibv_rc_pingpong $opts: $(grep 'bytes in' /tmp/pp-client.log)"
+        say "$tool $opts: $(grep 'bytes in' /tmp/pp-client.log)"
     done
-    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e)"
+    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e), ibv_ud_pingpong x2"
 }
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage
