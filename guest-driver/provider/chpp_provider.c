@@ -279,6 +279,56 @@ fail:
 	return NULL;
 }
 
+/*
+ * Drop the CQEs of device QP @qpn from @cq: a process owns its CQ rings, so
+ * it cleans them itself when a QP is reset or destroyed. The CQEs kept move
+ * towards the producer end; the freed slots are consumed by moving ci.
+ */
+static void chpp_cq_clean(struct chpp_context *ctx, struct ibv_cq *ibcq,
+			  uint32_t qpn)
+{
+	struct chpp_cq *cq = to_ccq(ibcq);
+	uint32_t pi, i, dst;
+
+	if (!ibcq)
+		return;
+	pthread_spin_lock(&cq->lock);
+	for (pi = cq->ci; pi - cq->ci < cq->n &&
+	     chpp_cqe_at(cq->ring, cq->n, pi); pi++)
+		;
+	dst = pi;
+	for (i = pi; i != cq->ci; ) {
+		struct chpp_cqe *src = &cq->ring[--i & (cq->n - 1)];
+		struct chpp_cqe *d;
+		uint8_t owner;
+
+		if (src->qpn == qpn)
+			continue;
+		dst--;
+		if (dst == i)
+			continue;
+		/* Keep the slot's own owner bit: it is valid in its pass. */
+		d = &cq->ring[dst & (cq->n - 1)];
+		owner = d->owner;
+		memcpy(d, src, offsetof(struct chpp_cqe, owner));
+		d->owner = owner;
+	}
+	if (dst != cq->ci) {
+		cq->ci = dst;
+		chpp_ring_cq(ctx->uar, cq->cqn, CHPP_CQ_DB_SET_CI, cq->ci);
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
+static void chpp_qp_clean_cqs(struct chpp_qp *qp)
+{
+	struct chpp_context *ctx = to_cctx(qp->ibv_qp.context);
+
+	chpp_cq_clean(ctx, qp->ibv_qp.send_cq, qp->qpn);
+	if (qp->ibv_qp.recv_cq != qp->ibv_qp.send_cq)
+		chpp_cq_clean(ctx, qp->ibv_qp.recv_cq, qp->qpn);
+}
+
 static int chpp_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask, struct ibv_qp_init_attr *init_attr)
 {
@@ -302,6 +352,7 @@ static int chpp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		qp->dest_qp_num = attr->dest_qp_num;
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
 		/* The device starts the rings again at index 0. */
+		chpp_qp_clean_cqs(qp);
 		pthread_spin_lock(&qp->sq.lock);
 		qp->sq.uwq.head = 0;
 		qp->sq.tail = 0;
@@ -323,6 +374,7 @@ static int chpp_destroy_qp(struct ibv_qp *ibqp)
 	err = ibv_cmd_destroy_qp(ibqp);
 	if (err)
 		return err;
+	chpp_qp_clean_cqs(qp);
 	pthread_mutex_lock(&ctx->qp_table_lock);
 	ctx->qp_table[qp->qpn & ((1u << ctx->info.qpn_bits) - 1)] = NULL;
 	pthread_mutex_unlock(&ctx->qp_table_lock);

@@ -724,8 +724,25 @@ static void test_errors(void)
 	CHECK(qp_state(a) == IBV_QPS_ERR, "RNR: requester not in ERR");
 	CHECK(qp_state(b) == IBV_QPS_RTS, "RNR: responder left RTS");
 	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
+
+	/* RESET removes the QP's completions not yet polled from its CQs. */
+	a = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
+	b = create_qp(IBV_QPT_RC, cq, rcq, 8, 1, 0);
+	connect_rc(a, b->qp_num, 7);
+	connect_rc(b, a->qp_num, 7);
+	post_recv(b, 63, &r, 1);
+	wr.wr_id = 74;
+	post_send(a, &wr);
+	expect(cq, 74, IBV_WC_SUCCESS, IBV_WC_SEND, "SEND before the reset");
+	{
+		struct ibv_qp_attr ra = { .qp_state = IBV_QPS_RESET };
+
+		CHECK(!ibv_modify_qp(b, &ra, IBV_QP_STATE), "modify to RESET");
+	}
+	expect_none(rcq, 50, "the receive of a reset QP was still in its CQ");
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
 	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");
-	printf("chpp-verbs: errors: bad rkey -> REM_ACCESS_ERR, ERR, flushes; RNR -> RNR_RETRY_EXC_ERR\n");
+	printf("chpp-verbs: errors: bad rkey -> REM_ACCESS_ERR, ERR, flushes; RNR -> RNR_RETRY_EXC_ERR; RESET cleans the CQ\n");
 }
 
 /* As many RC QPs as the device has, in pairs, all moving data at once. */
