@@ -71,8 +71,19 @@ verbs_tools() {
     lid=$(sed -n 's/.*port_lid:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/devinfo.log)
     [ "$lid" = "$(($(cat "/sys/class/infiniband/$dev/ports/1/lid")))" ] ||
         fail "ibv_devinfo: $dev port_lid '$lid', sysfs $(cat "/sys/class/infiniband/$dev/ports/1/lid")"
+    # The limits libibverbs reports are the device's: the driver logs the
+    # device's capabilities (QUERY_DEV_CAP) when it binds the function.
+    bdf=$(basename "$(readlink "/sys/class/infiniband/$dev/device")")
+    caps=$(dmesg | grep "$bdf: fw .* QPs" | tail -n 1)
+    [ -n "$caps" ] || fail "no capability line of $bdf in the kernel log"
+    for k in QPs:max_qp CQs:max_cq MPTs:max_mr PDs:max_pd; do
+        want=$(echo "$caps" | sed -n "s/.* \([0-9]*\) ${k%%:*},.*/\1/p")
+        got=$(sed -n "s/^[[:space:]]*${k#*:}:[[:space:]]*\([0-9]*\).*/\1/p" /tmp/devinfo.log)
+        [ -n "$want" ] && [ "$want" = "$got" ] ||
+            fail "ibv_devinfo: $dev ${k#*:} '$got', the device has '$want' ${k%%:*}"
+    done
     say "verbs $dev: ibv_devinfo -v: PORT_ACTIVE, LID $lid," \
-        "$(grep -E '^[[:space:]]*(max_qp|max_qp_wr|max_cqe|max_mr|max_sge):' /tmp/devinfo.log |
+        "$(grep -E '^[[:space:]]*(max_qp|max_qp_wr|max_cq|max_cqe|max_mr|max_pd|max_sge):' /tmp/devinfo.log |
            tr -s ' \t' ' ' | tr '\n' ',' | sed 's/,$//')"
 
     # RC ping-pong: the default 4 KiB, then larger messages, then CQ events;
