@@ -11,6 +11,9 @@
 #                                      chpp-hca-link-bench instead: --quick,
 #                                      --unix, --tcp, --size, --no-latency,
 #                                      --no-throughput, --no-baseline
+#   scripts/bench.sh --verbs [args...] perftest between the two driver
+#                                      guests on chpp-hca and on soft-RoCE
+#                                      (scripts/bench-verbs.sh)
 #
 # The table goes to stdout, with one "BENCH key=value ..." line per
 # measurement for scripts. See docs/build.md ("Benchmark").
@@ -21,6 +24,10 @@ set -euo pipefail
 "$CHPP_ROOT/scripts/setup.sh" >&2
 "$CHPP_ROOT/scripts/build-qemu.sh" >&2
 
+if [ "${1:-}" = --verbs ]; then
+    shift
+    exec "$CHPP_ROOT/scripts/bench-verbs.sh" "$@"
+fi
 prog=chpp-hca-bench
 if [ "${1:-}" = --link ]; then
     prog=chpp-hca-link-bench

@@ -8,7 +8,8 @@
 #   --runs N         or stop after N executions
 #   --target NAME    generic-fuzz-chpp-hca (default): guest-side, MMIO of BAR0
 #                    and BAR2, config space, DMA from fuzzer memory; or
-#                    chpp-hca-link: frames from a hostile link peer
+#                    chpp-hca-link: frames from a hostile link peer;
+#                    chpp-hca-link-stream: its byte stream (record parser)
 #   --no-seeds       do not (re)make the seed corpus from the qtests
 #   --line-cov       also report the line coverage of hw/chpp/*.c: the corpus
 #                    runs once more through build/qemu-fuzz-cov (clang
@@ -76,7 +77,7 @@ make_seeds() {
 if [ "$SEEDS" = 1 ]; then
     case "$TARGET" in
         generic-fuzz-chpp-hca) make_seeds ;;
-        chpp-hca-link) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" --link "$SEEDDIR" ;;
+        chpp-hca-link|chpp-hca-link-stream) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" --link "$SEEDDIR" ;;
     esac
 fi
 

@@ -15,6 +15,8 @@
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
 #   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
 #                     the fault from the host while both nodes stream)
+#   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
+#   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
 #   chpp.sections=1   print chpp_hca's section addresses after each load
@@ -25,7 +27,7 @@
 # which pair.sh looks for.
 
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -35,6 +37,7 @@ arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
 SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
 KSYMS=$(arg ksyms); SECTIONS=$(arg sections); CUT=$(arg cut)
+ONLY=$(arg only); BENCH=$(arg bench)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 KVER=$(uname -r)
 MODDIR=/lib/modules/$KVER
@@ -63,10 +66,26 @@ while read -r m; do
     insmod "$MODDIR/$m.ko" || fail "insmod $m"
 done <"$MODDIR/load.list"
 
+ip link set lo up
 if [ -n "$IP" ]; then
-    ip link set lo up
     ip addr add "$IP/24" dev eth0 && ip link set eth0 up || fail "control network"
+    # A tiny file server on the control network (busybox wget is not usable:
+    # the static build crashes after downloading): "NAME\n" -> /www/NAME.
+    mkdir -p /www
+    printf '#!/bin/sh\nread -r f\ncase "$f" in *[!a-z0-9]*|"") exit 0 ;; esac\ncat "/www/$f" 2>/dev/null\n' >/bin/chpp-serve
+    chmod +x /bin/chpp-serve
+    nc -ll -p 8000 -e /bin/chpp-serve &
 fi
+# Fetch file $1 from the peer's /www, retrying for $2 seconds.
+fetch() {
+    f=0
+    while [ $f -lt "$2" ]; do
+        echo "$1" | nc -w 2 "$PEER" 8000 >"/tmp/$1" 2>/dev/null
+        [ -s "/tmp/$1" ] && return 0
+        sleep 1; f=$((f + 1))
+    done
+    return 1
+}
 
 port_state() { cat "/sys/class/infiniband/${1:-chpp0}/ports/1/state" 2>/dev/null; }
 
@@ -104,6 +123,27 @@ if [ "$NOTEST" = 1 ]; then
     finish PASS "driver loaded"
 fi
 
+# chpp.only=verbs: only the rdma-core tools stage (scripts/verbs-init.sh);
+# chpp.bench=verbs: the verbs benchmark (scripts/bench-verbs.sh).
+if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
+    [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
+    . /verbs-init.sh
+    load_driver
+    if [ "$BENCH" = verbs ]; then
+        verbs_bench chpp0
+        # Soft-RoCE on the control network, with its IPv4 (RoCE v2) GID.
+        rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+        wait_active 30 rxe0 || fail "rxe0 not ACTIVE"
+        gid=$(grep -l "0000:0000:0000:0000:0000:ffff:0a00:020$NODE" \
+              /sys/class/infiniband/rxe0/ports/1/gids/* | head -n 1)
+        [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+        verbs_bench rxe0 -x "${gid##*/}"
+        finish PASS "verbs benchmark"
+    fi
+    verbs_tools chpp0
+    finish PASS "verbs tools"
+fi
+
 round=1
 while [ $round -le "$LOOPS" ]; do
     load_driver
@@ -121,23 +161,7 @@ say "local $INFO"
 field() { echo "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
 
 if [ "$MODE" = pair ]; then
-    # A tiny file server on the control network (busybox wget is not usable:
-    # the static build crashes after downloading): "NAME\n" -> /www/NAME.
-    mkdir -p /www
     echo "$INFO" >/www/info
-    printf '#!/bin/sh\nread -r f\ncase "$f" in *[!a-z]*|"") exit 0 ;; esac\ncat "/www/$f" 2>/dev/null\n' >/bin/chpp-serve
-    chmod +x /bin/chpp-serve
-    nc -ll -p 8000 -e /bin/chpp-serve &
-    # Fetch a file from the peer, retrying for $2 seconds.
-    fetch() {
-        f=0
-        while [ $f -lt "$2" ]; do
-            echo "$1" | nc -w 2 "$PEER" 8000 >"/tmp/$1" 2>/dev/null
-            [ -s "/tmp/$1" ] && return 0
-            sleep 1; f=$((f + 1))
-        done
-        return 1
-    }
     if ! fetch info ${FETCH_SECS:-120}; then
         ip addr; cat /proc/net/dev; ping -c 2 -W 2 "$PEER"
         fail "no peer info from $PEER"

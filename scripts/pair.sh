@@ -46,6 +46,7 @@
 # every guest reports "chpp-guest: RESULT PASS".
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$CHPP_ROOT/scripts/guest-rdma.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0
@@ -117,6 +118,9 @@ flock "$GUEST/driver-build.lock" \
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
 WANT=(ib_core ib_uverbs virtio_pci virtio_net)
+# soft-RoCE, the verbs benchmark's baseline (scripts/bench-verbs.sh)
+# (its CRC32, looked up by name, is a module of its own here)
+[ "$NESTED" = 1 ] || WANT+=(crc32_generic rdma_rxe)
 # VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
 # the initramfs has no modprobe database).
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
@@ -156,6 +160,11 @@ for m in "${ORDER[@]}"; do
 done
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"
+# Debian's verbs tools, perftest and soft-RoCE (not in the nested guest).
+if [ "$NESTED" = 0 ]; then
+    chpp_guest_rdma "$ROOT"
+    install -m 0644 "$CHPP_ROOT/scripts/verbs-init.sh" "$ROOT/verbs-init.sh"
+fi
 if [ "$VFIO" = 1 ]; then
     # The VFIO test program, static so that it runs on busybox alone.
     gcc -static -O2 -Wall -Werror -I"$CHPP_ROOT/include" \

@@ -37,6 +37,11 @@ PACKAGES=(
     clang libclang-rt-14-dev llvm
     # timeout(1) etc.
     coreutils
+    # the driver guests' RDMA user space (scripts/guest-rdma.sh copies the
+    # unmodified binaries and their libraries into the initramfs): verbs
+    # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
+    # the verbs provider and test programs build against
+    ibverbs-utils perftest ibverbs-providers iproute2 libibverbs-dev
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)

@@ -146,8 +146,9 @@ void chpp_db_err_reset(ChppHcaState *s)
 }
 
 /*
- * The subsection is only in streams whose source had events waiting: what
- * this side queued (MMIO written while stopped) must not outlive the load.
+ * The subsection is only in streams whose source had events waiting or
+ * lost: what this side queued (MMIO written while stopped) must not
+ * outlive the load.
  */
 void chpp_db_err_pre_load(ChppHcaState *s)
 {
@@ -158,7 +159,7 @@ static bool chpp_db_err_needed(void *opaque)
 {
     ChppHcaState *s = opaque;
 
-    return s->db_err_count > 0;
+    return s->db_err_count > 0 || s->db_err_lost > 0;
 }
 
 static bool chpp_db_err_entry_ok(ChppHcaState *s, const ChppDbErr *e)
@@ -251,7 +252,8 @@ static bool chpp_db_err_is_v1(void *opaque, int version_id)
 
 /*
  * Only sent when events were queued while the VM stood still (stopping
- * posts the rest), so streams stay what older versions read.  Version 2
+ * posts the rest) or some were lost, so streams stay what older versions
+ * read.  Version 2
  * added VF_FLR events (the type of each entry, CHPP_DEFERRED_DEPTH of
  * them); version 1 streams still load.
  */

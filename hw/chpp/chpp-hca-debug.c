@@ -9,6 +9,7 @@
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "chpp-hca-engine.h"
+#include "chpp-hca-link-io.h"
 #include "trace.h"
 
 const char *const chpp_counter_names[CHPP_CNT_NUM] = {
@@ -293,6 +294,9 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_bool(&sv, "up", link & CHPP_LINK_UP);
     sv_u64(&sv, "peer-node", link >> CHPP_LINK_PEER_SHIFT);
     sv_bool(&sv, "reader-thread", s->link.io);
+    sv_u64(&sv, "reader-ring-size", s->link.ring_size);
+    sv_u64(&sv, "reader-ring-waits",
+           s->link.io ? chpp_link_io_ring_waits(s->link.io) : 0);
     sv_u64(&sv, "credits-vc0", s->link.credits[0]);
     sv_u64(&sv, "credits-vc1", s->link.credits[1]);
     sv_u64(&sv, "backlog-vc0", s->link.backlog[0] ?

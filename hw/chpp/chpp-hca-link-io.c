@@ -27,20 +27,19 @@
 #include "chardev/char-socket.h"
 #include "chpp-hca-link-io.h"
 
-/* Bytes read ahead of the parser: a bound on memory, and the read size. */
-#define CHPP_LINK_RING_SIZE (1u << 20)
-
 struct ChppLinkIo {
     int fd;                     /* our duplicate of the connected socket */
     EventNotifier wake;         /* main loop -> thread: stop, or room */
     QemuThread thread;
     QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
     uint8_t *ring;
+    uint32_t size;              /* of the ring: a power of two */
     uint32_t head;              /* free-running; written by the main loop */
     uint32_t tail;              /* free-running; written by the thread */
     bool stop;                  /* main loop asks the thread to end */
     bool wait_room;             /* the thread waits for the ring to drain */
     bool eof;                   /* the thread ended: peer closed, or error */
+    uint32_t ring_waits;        /* times the thread found the ring full */
 };
 
 static void *chpp_link_io_thread(void *opaque)
@@ -53,11 +52,12 @@ static void *chpp_link_io_thread(void *opaque)
 
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
-        uint32_t room = CHPP_LINK_RING_SIZE - (io->tail - head);
-        uint32_t at = io->tail % CHPP_LINK_RING_SIZE;
+        uint32_t room = io->size - (io->tail - head);
+        uint32_t at = io->tail & (io->size - 1);
         ssize_t n;
 
         if (!room) {
+            qatomic_set(&io->ring_waits, io->ring_waits + 1);
             qatomic_set(&io->wait_room, true);
             /* Pairs with the barrier in chpp_link_io_consume(). */
             smp_mb();
@@ -69,7 +69,7 @@ static void *chpp_link_io_thread(void *opaque)
             continue;
         }
         n = recv(io->fd, io->ring + at,
-                 MIN(room, CHPP_LINK_RING_SIZE - at), MSG_DONTWAIT);
+                 MIN(room, io->size - at), MSG_DONTWAIT);
         if (n > 0) {
             qatomic_store_release(&io->tail, io->tail + n);
             qemu_bh_schedule(io->bh);
@@ -92,7 +92,7 @@ static void *chpp_link_io_thread(void *opaque)
     return NULL;
 }
 
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh)
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
 {
     SocketChardev *sc;
     ChppLinkIo *io;
@@ -113,7 +113,9 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh)
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
     io->bh = bh;
-    io->ring = g_malloc(CHPP_LINK_RING_SIZE);
+    assert(is_power_of_2(ring_size));
+    io->size = ring_size;
+    io->ring = g_malloc(ring_size);
     if (event_notifier_init(&io->wake, false) < 0) {
         close(fd);
         g_free(io->ring);
@@ -145,6 +147,11 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
     return qatomic_load_acquire(&io->tail) - io->head;
 }
 
+uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
+{
+    return qatomic_read(&io->ring_waits);
+}
+
 bool chpp_link_io_eof(ChppLinkIo *io)
 {
     return qatomic_load_acquire(&io->eof);
@@ -153,8 +160,8 @@ bool chpp_link_io_eof(ChppLinkIo *io)
 const uint8_t *chpp_link_io_peek(ChppLinkIo *io, uint32_t off, uint32_t len,
                                  uint8_t *bounce)
 {
-    uint32_t at = (io->head + off) % CHPP_LINK_RING_SIZE;
-    uint32_t first = CHPP_LINK_RING_SIZE - at;
+    uint32_t at = (io->head + off) & (io->size - 1);
+    uint32_t first = io->size - at;
 
     assert(off + len <= chpp_link_io_avail(io));
     if (len <= first) {

@@ -14,16 +14,29 @@
 typedef struct ChppLinkIo ChppLinkIo;
 
 /*
+ * Ring sizes (property x-link-ring-size): the default bounds memory and is
+ * the largest read; the minimum holds two records of the largest frame, so
+ * a record never waits for room that only its own parsing would free.
+ */
+#define CHPP_LINK_RING_DEFAULT  (1u << 20)
+#define CHPP_LINK_RING_MIN      (16u << 10)
+#define CHPP_LINK_RING_MAX      (64u << 20)
+
+/*
  * For a connected plain socket chardev: duplicate its socket and start the
  * reader thread, which schedules @bh whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
+ * The thread reads ahead of the parser into a ring of @ring_size bytes (a
+ * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
  */
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh);
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size);
 /* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
 
 /* Bytes received and not yet consumed. */
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
+/* How often the thread found the ring full and waited for the parser. */
+uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */
 bool chpp_link_io_eof(ChppLinkIo *io);
 /*

@@ -700,6 +700,10 @@ static void chpp_link_drop_queues(ChppHcaState *s)
     l->rx_len = 0;
 }
 
+/* A record the ring cannot hold whole would wait for room forever. */
+QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
+                  2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));
+
 /* The connection changed: the reader thread of the old one goes. */
 static void chpp_link_io_detach(ChppHcaState *s)
 {
@@ -721,7 +725,8 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         chpp_link_drop_queues(s);
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh);
+                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
+                s->link.ring_size);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
                                   "opened, chardev reads");

@@ -18,6 +18,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "chpp-hca.h"
+#include "chpp-hca-link-io.h"
 #include "trace.h"
 
 #define CHPP_MAX_CMD_LATENCY_NS (10 * NANOSECONDS_PER_SECOND)
@@ -99,6 +100,20 @@ static bool chpp_check_range(const char *name, uint64_t val, uint64_t min,
     return true;
 }
 
+static bool chpp_check_ring_size(uint32_t size, Error **errp)
+{
+    if (!chpp_check_range("x-link-ring-size", size, CHPP_LINK_RING_MIN,
+                          CHPP_LINK_RING_MAX, errp)) {
+        return false;
+    }
+    if (!is_power_of_2(size)) {
+        error_setg(errp, "chpp-hca: x-link-ring-size=%" PRIu32
+                   " is not a power of two", size);
+        return false;
+    }
+    return true;
+}
+
 static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
 {
     const ChppHcaParams *p = &s->params;
@@ -122,7 +137,8 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
            chpp_check_range("engine-delay-ns", p->engine_delay_ns, 0,
                             CHPP_MAX_CMD_LATENCY_NS, errp) &&
            chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
-                            CHPP_MAX_VFS, errp);
+                            CHPP_MAX_VFS, errp) &&
+           chpp_check_ring_size(s->link.ring_size, errp);
 }
 
 static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
@@ -275,6 +291,8 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
+    DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
+                       CHPP_LINK_RING_DEFAULT),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -312,6 +330,8 @@ static const struct {
                  "without one only this node is reachable" },
     { "link-thread", "read a plain socket link in a thread, in large "
                      "chunks (off: through the chardev, 4 KiB at a time)" },
+    { "x-link-ring-size", "bytes the link's reader thread reads ahead "
+                          "(power of two, 16 KiB..64 MiB; for tests)" },
     { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
     { "num-cqs", "completion queues (1..4096)" },
     { "num-eqs", "event queues (1..64)" },

@@ -223,6 +223,7 @@ typedef struct ChppDbErr {
 typedef struct ChppLink {
     CharBackend chr;
     bool use_thread;            /* property link-thread */
+    uint32_t ring_size;         /* property x-link-ring-size */
     bool up;                    /* HELLO exchanged, peer accepted */
     uint16_t peer_node;
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */

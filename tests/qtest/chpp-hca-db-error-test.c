@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "standard-headers/linux/pci_regs.h"
+#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 #define EQ_SIZE     128
@@ -189,6 +190,55 @@ static void test_migrated(void)
     rmdir(tmpdir);
 }
 
+/* The device's state property: doorbell-errors.lost. */
+static uint64_t db_err_lost(ChppDev *d)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral-anon/device[0]', "
+                           "'property': 'state'}}");
+    QDict *st = qdict_get_qdict(qdict_get_qdict(rsp, "return"),
+                                "doorbell-errors");
+    uint64_t lost = qdict_get_int(st, "lost");
+
+    qobject_unref(rsp);
+    return lost;
+}
+
+/*
+ * Events dropped from a full queue stay counted across migration even
+ * when nothing waits any more at the stop.
+ */
+static void test_lost_migrated(void)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("chpp-dberr-XXXXXX", NULL);
+    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
+    g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
+    ChppDev *src = chpp_start(NULL, NULL);
+    uint64_t ring = setup(src);
+    struct chpp_eqe eqe;
+    ChppDev *dst;
+    uint32_t i, extra = 2;
+
+    qmp_ok(src, "stop");
+    for (i = 0; i < CHPP_DB_ERR_QUEUE_DEPTH + extra; i++) {
+        ring_bad_cq_db(src, i);
+    }
+    qmp_ok(src, "cont");
+    wait_eqe(src, ring, CHPP_DB_ERR_QUEUE_DEPTH - 1, &eqe);
+    g_assert_cmpuint(db_err_lost(src), ==, extra);
+    qmp_ok(src, "stop");
+
+    dst = chpp_start_incoming(NULL, uri);
+    migrate(src->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, src);
+    g_assert_cmpuint(db_err_lost(dst), ==, extra);
+    g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_EVENTS_DROPPED), ==, extra);
+    chpp_stop(src);
+    chpp_stop(dst);
+    unlink(sock);
+    rmdir(tmpdir);
+}
+
 static void vf_flr(ChppDev *vf)
 {
     uint16_t devctl = qpci_config_readw(vf->pdev,
@@ -266,6 +316,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/db-error/bounded-in-order",
                    test_bounded_in_order);
     qtest_add_func("/chpp-hca/db-error/migrated", test_migrated);
+    qtest_add_func("/chpp-hca/db-error/lost-migrated", test_lost_migrated);
     qtest_add_func("/chpp-hca/db-error/vf-flr-deferred",
                    test_vf_flr_deferred);
     return g_test_run();

@@ -73,6 +73,17 @@ static bool reader_thread(Node *n)
     return on;
 }
 
+static uint64_t link_state_u64(Node *n, const char *key)
+{
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
+    uint64_t v = qdict_get_int(link, key);
+
+    qobject_unref(rsp);
+    return v;
+}
+
 static void node_qp(Node *n, uint32_t qpn, uint8_t magic)
 {
     chpp_node_qp(n, qpn, magic, 6, 9);
@@ -689,6 +700,57 @@ static void test_hostile_peer(void)
     chpp_stop(n.d);
 }
 
+/*
+ * The reader thread's smallest ring: megabytes both ways fill it again and
+ * again, so the thread waits for room (and records wrap around its end);
+ * every byte still arrives, nothing is dropped.
+ */
+static void test_reader_ring_full(void)
+{
+    Node a, b;
+    Node *n[2] = { &a, &b };
+    uint32_t len = 2 << 20;
+    int i;
+
+    node_props = ",x-link-ring-size=16384";
+    pair_start(&a, &b, "ring");
+    wait_link(&a, &b, true);
+    g_assert(reader_thread(&a) && reader_thread(&b));
+    g_assert_cmpuint(link_state_u64(&a, "reader-ring-size"), ==, 16384);
+    pair_connect(&a, &b, 0, 14, 3);
+    for (i = 0; i < 2; i++) {
+        Node *x = n[i], *y = n[!i];
+        uint32_t xk, yk;
+        uint64_t xb = node_buf(x, 2 * len, &xk);
+        uint64_t yb = node_buf(y, 2 * len, &yk);
+        ChppWqeBuf *w;
+
+        chpp_fill(x->d, xb, len, 30 + i);
+        put(x, y, xb, xk, yb, yk, len, 1);
+        expect2(x, y, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, len);
+        chpp_check(y->d, yb, len, 30 + i);
+        /* The reads' responses stream the other way. */
+        w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
+        chpp_wqe_raddr(w, yb, yk);
+        chpp_wqe_sge(w, xb + len, len, xk);
+        chpp_post_send(x->d, &x->qp, w, true);
+        expect2(x, y, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, len);
+        chpp_check(x->d, xb + len, len, 30 + i);
+    }
+    g_assert_cmpuint(link_state_u64(&a, "reader-ring-waits"), >, 0);
+    g_assert_cmpuint(link_state_u64(&b, "reader-ring-waits"), >, 0);
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_CREDIT_ERRORS),
+                         ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_BAD_RECORDS),
+                         ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_DOWNS), ==, 0);
+    }
+    pair_stop(&a, &b);
+    node_props = "";
+}
+
 /* Without a chardev another node is unreachable. */
 static void test_no_link(void)
 {
@@ -747,6 +809,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/migrate-linked-node",
                    test_migrate_linked_node);
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
+    qtest_add_func("/chpp-hca/link/reader-ring-full", test_reader_ring_full);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
     qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",

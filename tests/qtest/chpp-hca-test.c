@@ -193,6 +193,8 @@ static void test_properties_invalid(void)
         "uar-pages=0", "uar-pages=1025", "num-qps=0", "num-qps=4097",
         "cmd-latency-ns=20000000000", "num-mtts=0", "num-mtts=1048577",
         "engine-delay-ns=20000000000", "node-id=4096",
+        "x-link-ring-size=8192", "x-link-ring-size=100000",
+        "x-link-ring-size=134217728",
     };
     unsigned i;
 

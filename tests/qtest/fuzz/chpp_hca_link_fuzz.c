@@ -23,6 +23,17 @@
  *                  to answer
  * bit 2 of ctl selects the virtual channel.
  *
+ * A second target, chpp-hca-link-stream, plays the peer one layer lower:
+ * the link is a chardev the harness feeds (a null chardev, so the device's
+ * own writes vanish), brought up by a genuine HELLO from node 1, and every
+ * input is bytes of the connection's record stream, parsed by the link's
+ * record parser (chpp-hca-link.c: headers, HELLO, CREDIT, FRAME, REFUSE,
+ * credit accounting) before the frames reach the same decoder and engine.
+ * The queue pairs are connected to node 1 over that link.  Same input
+ * format, except:
+ *   ctl & 3 == 0   raw stream bytes: u16 length, then that many bytes
+ *   ctl & 3 == 1   the structured packet, sent as a FRAME record
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
@@ -33,6 +44,7 @@
 #include "tests/qtest/libqos/pci-pc.h"
 #include "tests/qtest/libqos/malloc-pc.h"
 #include "tests/qtest/chpp-hca-qtest.h"
+#include "chardev/char.h"
 #include "hw/chpp/chpp-hca-engine.h"
 #include "fuzz.h"
 #include "fork_fuzz.h"
@@ -47,6 +59,7 @@
 #define LF_STRIDE   9
 #define LF_BUF_LEN  (64 * 1024)
 #define LF_NODE     0
+#define LF_PEER     1       /* chpp-hca-link-stream: the node at the link */
 
 static const uint8_t lf_qp_type[LF_NUM_QPS] = {
     CHPP_QPT_RC, CHPP_QPT_RC, CHPP_QPT_UC, CHPP_QPT_UD,
@@ -56,6 +69,8 @@ static const uint32_t lf_qp_peer[LF_NUM_QPS] = { 1, 0, 2, 3 };
 
 typedef struct LinkFuzz {
     ChppDev *d;
+    Chardev *chr;           /* chpp-hca-link-stream: the link's chardev */
+    uint16_t peer;          /* the node the queue pairs talk to */
     ChppHcaState *hca;
     uint64_t buf;
     uint32_t key;
@@ -95,7 +110,7 @@ static void lf_qp_up(uint32_t qpn)
         .qkey = cpu_to_le32(0x11111111),
         .magic = lf_magic(qpn),
         .path_mtu = 3,
-        .dest_node = cpu_to_le32(LF_NODE),
+        .dest_node = cpu_to_le32(lf.peer),
         .dest_qpn = cpu_to_le32(peer),
         .dest_magic = lf_magic(peer),
         .rq_psn = cpu_to_le32(0x100 + peer),
@@ -150,7 +165,7 @@ static void lf_qp_up(uint32_t qpn)
     chpp_rq_db(lf.d, LF_UAR, qpn, i);
 }
 
-static void lf_pre_fuzz(QTestState *s)
+static void lf_setup(QTestState *s)
 {
     QOSState *qs = g_new0(QOSState, 1);
     ChppDev *d = g_new0(ChppDev, 1);
@@ -192,12 +207,88 @@ static void lf_pre_fuzz(QTestState *s)
         lf_qp_up(qpn);
     }
     flush_events(s);
+}
+
+static void lf_pre_fuzz(QTestState *s)
+{
+    lf.peer = LF_NODE;
+    lf_setup(s);
+    counter_shm_init();
+}
+
+/*
+ * Bytes from the peer, as the chardev delivers them: never more than the
+ * device can take at once.
+ */
+static void lf_stream(QTestState *s, const uint8_t *p, size_t len)
+{
+    while (len) {
+        int room = qemu_chr_be_can_write(lf.chr);
+        size_t n;
+
+        if (room <= 0) {
+            flush_events(s);
+            room = qemu_chr_be_can_write(lf.chr);
+            if (room <= 0) {
+                return;         /* a cut connection reads nothing */
+            }
+        }
+        n = MIN(len, (size_t)room);
+        qemu_chr_be_write(lf.chr, (uint8_t *)p, n);
+        p += n;
+        len -= n;
+    }
+    flush_events(s);
+}
+
+static void lf_stream_record(QTestState *s, uint8_t type, uint8_t vc,
+                             const void *payload, uint32_t len)
+{
+    g_autofree uint8_t *rec = g_malloc(sizeof(struct chpp_link_rec) + len);
+    struct chpp_link_rec h = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC),
+        .type = type,
+        .vc = vc,
+        .len = cpu_to_le32(len),
+    };
+
+    memcpy(rec, &h, sizeof(h));
+    memcpy(rec + sizeof(h), payload, len);
+    lf_stream(s, rec, sizeof(h) + len);
+}
+
+static void lf_stream_pre_fuzz(QTestState *s)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR),
+        .node_id = cpu_to_le16(LF_PEER),
+        .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
+        .credits = { cpu_to_le32(CHPP_LINK_CREDITS),
+                     cpu_to_le32(CHPP_LINK_CREDITS) },
+    };
+
+    lf.peer = LF_PEER;
+    lf_setup(s);
+    lf.chr = qemu_chr_find("lnk");
+    g_assert(lf.chr);
+    qemu_chr_be_event(lf.chr, CHR_EVENT_OPENED);
+    flush_events(s);
+    lf_stream_record(s, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+    g_assert_cmphex(chpp_rd(lf.d, CHPP_REG_LINK), ==,
+                    CHPP_LINK_UP | CHPP_LINK_ATTACHED |
+                    LF_PEER << CHPP_LINK_PEER_SHIFT);
     counter_shm_init();
 }
 
 /* Hand one frame to the device as if the wire had delivered it. */
 static void lf_inject(QTestState *s, unsigned vc, uint8_t *frame, size_t len)
 {
+    if (lf.chr) {
+        lf_stream_record(s, CHPP_LINK_FRAME, vc, frame, len);
+        g_free(frame);
+        return;
+    }
     g_queue_push_tail(lf.hca->wire_rx[vc % CHPP_NUM_VCS],
                       g_byte_array_new_take(frame, len));
     chpp_engine_kick(lf.hca);
@@ -228,7 +319,7 @@ static size_t lf_structured(QTestState *s, unsigned vc, const uint8_t *p,
     pkt.psn &= CHPP_PSN_MASK;
     pkt.magic = f[6] & 0x40 ? f[20] : lf_magic(pkt.dst_qpn % LF_NUM_QPS);
     pkt.dst_node = f[6] & 0x20 ? lduw_le_p(f + 22) : LF_NODE;
-    pkt.src_node = LF_NODE;
+    pkt.src_node = lf.peer;
     pkt.src_vf = f[21] & 7;
     pkt.dst_vf = f[21] >> 4 & 7;
     pkt.rnr_timer = f[24];
@@ -271,7 +362,7 @@ static void lf_post(QTestState *s, const uint8_t *a)
     w[2] = 1;
     stq_le_p(w + 8, lf.sq_pi[qpn]);
     if (lf_qp_type[qpn] == CHPP_QPT_UD) {
-        stl_le_p(w + pos, LF_NODE);
+        stl_le_p(w + pos, lf.peer);
         stl_le_p(w + pos + 4, qpn);
         stl_le_p(w + pos + 8, 0x11111111);
         w[pos + 13] = lf_magic(qpn);
@@ -318,7 +409,11 @@ static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
                     break;
                 }
                 n = MIN(size - 2, lduw_le_p(data) % (CHPP_WIRE_FRAME_MAX + 64));
-                lf_inject(s, vc, g_memdup2(data + 2, n), n);
+                if (lf.chr) {
+                    lf_stream(s, data + 2, n);
+                } else {
+                    lf_inject(s, vc, g_memdup2(data + 2, n), n);
+                }
                 data += 2 + n;
                 size -= 2 + n;
                 break;
@@ -366,6 +461,14 @@ static GString *lf_cmdline(FuzzTarget *t)
                         "cmd-latency-ns=1000");
 }
 
+static GString *lf_stream_cmdline(FuzzTarget *t)
+{
+    GString *cmd = lf_cmdline(t);
+
+    g_string_append(cmd, ",chardev=lnk -chardev null,id=lnk");
+    return cmd;
+}
+
 static void register_chpp_hca_link_fuzz(void)
 {
     static const FuzzTarget target = {
@@ -376,7 +479,17 @@ static void register_chpp_hca_link_fuzz(void)
         .pre_fuzz = lf_pre_fuzz,
         .fuzz = lf_fuzz,
     };
+    static const FuzzTarget stream = {
+        .name = "chpp-hca-link-stream",
+        .description = "chpp-hca: a hostile link peer's byte stream into "
+                       "the link's record parser, then the engine",
+        .get_init_cmdline = lf_stream_cmdline,
+        .pre_fuzz = lf_stream_pre_fuzz,
+        .fuzz = lf_fuzz,
+    };
+
     fuzz_add_target(&target);
+    fuzz_add_target(&stream);
 }
 
 fuzz_target_init(register_chpp_hca_link_fuzz);

@@ -1,0 +1,120 @@
+# shellcheck shell=sh
+# Sourced by /init (scripts/pair-init.sh) in the paired driver guests: the
+# unmodified rdma-core tools and perftest (Debian's binaries, installed by
+# scripts/guest-rdma.sh) between the two guests, through the chpp provider
+# (guest-driver/provider/). Uses say, fail, fetch, wait_active, NODE and
+# PEER from pair-init.sh and its file server in /www.
+#
+# Node 1 runs the servers, node 2 the clients. A client starts once its
+# server listens: node 1 publishes /www/NAME when the server's TCP port is
+# in LISTEN state, node 2 fetches NAME first. Every run has its own TCP port
+# and a time limit; a tool that fails on either node fails that node.
+#
+#   verbs_tools DEV     ibv_devices, ibv_devinfo -v, ibv_rc_pingpong (sizes,
+#                       events) and perftest (write/read/send bandwidth,
+#                       write/send latency) on ib device DEV
+#   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
+#                       "chpp-bench: ..." lines (scripts/bench-verbs.sh)
+
+VPORT=18600
+
+# Is TCP port $1 in LISTEN state (/proc/net/tcp, hex, state 0A)?
+listening() {
+    grep -q ":$(printf %04X "$1") 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# vrun NAME SECS CMD...: CMD as server on node 1, as client of node 1 on
+# node 2 (with --port and the server's address appended), output in
+# /tmp/NAME.log (also on the console on failure).
+vrun() {
+    name=$1 secs=$2
+    shift 2
+    VPORT=$((VPORT + 1))
+    if [ "$NODE" = 1 ]; then
+        timeout "$secs" "$@" -p "$VPORT" >"/tmp/$name.log" 2>&1 &
+        vpid=$!
+        w=0
+        until listening "$VPORT"; do
+            kill -0 $vpid 2>/dev/null || break
+            sleep 0.2; w=$((w + 1))
+            [ $w -lt 300 ] || break
+        done
+        echo up >"/www/$name"
+        wait $vpid
+    else
+        fetch "$name" 120 || fail "$name: the server never listened"
+        timeout "$secs" "$@" -p "$VPORT" "$PEER" >"/tmp/$name.log" 2>&1
+    fi
+    vrc=$?
+    if [ $vrc != 0 ]; then
+        cat "/tmp/$name.log"
+        fail "$name: '$*' exited with $vrc"
+    fi
+}
+
+# ibv_rc_pingpong's summary: "N bytes in S seconds = R Mbit/sec".
+pingpong_rate() {
+    sed -n 's/.* = \([0-9.]*\) Mbit\/sec.*/\1 Mbit\/s/p' "/tmp/$1.log" | head -n 1
+}
+
+# perftest's result row: the line that starts with the message size.
+perf_row() {
+    awk -v sz="$2" '$1 == sz && NF >= 5 { print; exit }' "/tmp/$1.log"
+}
+
+verbs_tools() {
+    dev=$1
+    ibv_devices >/tmp/devices.log 2>&1 || { cat /tmp/devices.log; fail "ibv_devices"; }
+    grep -q "^ *$dev " /tmp/devices.log || { cat /tmp/devices.log; fail "ibv_devices does not list $dev"; }
+    ibv_devinfo -v -d "$dev" >/tmp/devinfo.log 2>&1 || { cat /tmp/devinfo.log; fail "ibv_devinfo -d $dev"; }
+    grep -q 'state:.*PORT_ACTIVE' /tmp/devinfo.log || { cat /tmp/devinfo.log; fail "ibv_devinfo: $dev port not PORT_ACTIVE"; }
+    lid=$(sed -n 's/.*port_lid:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/devinfo.log)
+    [ "$lid" = "$(($(cat "/sys/class/infiniband/$dev/ports/1/lid")))" ] ||
+        fail "ibv_devinfo: $dev port_lid '$lid', sysfs $(cat "/sys/class/infiniband/$dev/ports/1/lid")"
+    # The limits libibverbs reports are the device's: the driver logs the
+    # device's capabilities (QUERY_DEV_CAP) when it binds the function.
+    bdf=$(basename "$(readlink "/sys/class/infiniband/$dev/device")")
+    caps=$(dmesg | grep "$bdf: fw .* QPs" | tail -n 1)
+    [ -n "$caps" ] || fail "no capability line of $bdf in the kernel log"
+    for k in QPs:max_qp CQs:max_cq MPTs:max_mr PDs:max_pd; do
+        want=$(echo "$caps" | sed -n "s/.* \([0-9]*\) ${k%%:*},.*/\1/p")
+        got=$(sed -n "s/^[[:space:]]*${k#*:}:[[:space:]]*\([0-9]*\).*/\1/p" /tmp/devinfo.log)
+        [ -n "$want" ] && [ "$want" = "$got" ] ||
+            fail "ibv_devinfo: $dev ${k#*:} '$got', the device has '$want' ${k%%:*}"
+    done
+    say "verbs $dev: ibv_devinfo -v: PORT_ACTIVE, LID $lid," \
+        "$(grep -E '^[[:space:]]*(max_qp|max_qp_wr|max_cq|max_cqe|max_mr|max_pd|max_sge):' /tmp/devinfo.log |
+           tr -s ' \t' ' ' | tr '\n' ',' | sed 's/,$//')"
+
+    # RC ping-pong: the default 4 KiB, then larger messages, then CQ events;
+    # -c checks the received bytes.
+    vrun "${dev}pp" 120 ibv_rc_pingpong -d "$dev" -c
+    vrun "${dev}ppb" 120 ibv_rc_pingpong -d "$dev" -c -s 65536 -n 200
+    vrun "${dev}ppc" 180 ibv_rc_pingpong -d "$dev" -c -s 1048576 -n 20
+    vrun "${dev}ppe" 120 ibv_rc_pingpong -d "$dev" -c -e -s 16384 -n 200
+    say "verbs $dev: ibv_rc_pingpong 4 KiB $(pingpong_rate "${dev}pp"), 64 KiB $(pingpong_rate "${dev}ppb")," \
+        "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe")"
+
+    # perftest, IB link layer (LIDs), -F: no cpufreq check in a VM.
+    for t in write_bw read_bw send_bw; do
+        vrun "${dev}$(echo $t | tr -d _)" 180 "ib_$t" -d "$dev" -F -n 500
+        row=$(perf_row "${dev}$(echo $t | tr -d _)" 65536)
+        [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
+        say "verbs $dev: ib_$t 64 KiB x500: $(echo "$row" | awk '{print $4}') MB/s average"
+    done
+    for t in write_lat send_lat; do
+        vrun "${dev}$(echo $t | tr -d _)" 180 "ib_$t" -d "$dev" -F -n 1000
+        row=$(perf_row "${dev}$(echo $t | tr -d _)" 2)
+        [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
+        say "verbs $dev: ib_$t 2 B x1000: $(echo "$row" | awk '{print $5}') usec typical"
+    done
+}
+
+verbs_bench() {
+    dev=$1
+    shift
+    vrun "b${dev}bw" 300 ib_write_bw -d "$dev" -F -n 2000 "$@"
+    say "chpp-bench: $dev write_bw $(perf_row "b${dev}bw" 65536)"
+    vrun "b${dev}lat" 300 ib_write_lat -d "$dev" -F -n 2000 "$@"
+    say "chpp-bench: $dev write_lat $(perf_row "b${dev}lat" 2)"
+}
