@@ -85,20 +85,20 @@ static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_cqe *e,
 	wc->vendor_err = e->vendor_err;
 	wc->byte_len = e->byte_len;
 	wc->qp_num = qp->ibv_qp.qp_num;
-	if (e->flags & CHPP_CQE_FLAG_SEND) {
-		wq = &qp->sq;
-		/* Every earlier send WQE is complete too: free their slots. */
-		wq->tail = (uint32_t)e->wr_id + 1;
-	} else {
-		wq = &qp->rq;
-		wq->tail = (uint32_t)e->wr_id + 1;
+	/*
+	 * Every earlier WQE of the queue is complete too: their slots are free
+	 * once wr_id is read (posting reads tail under the queue's lock).
+	 */
+	wq = e->flags & CHPP_CQE_FLAG_SEND ? &qp->sq : &qp->rq;
+	wc->wr_id = wq->wrid[e->wr_id & (wq->uwq.n - 1)];
+	__atomic_store_n(&wq->tail, (uint32_t)e->wr_id + 1, __ATOMIC_RELEASE);
+	if (!(e->flags & CHPP_CQE_FLAG_SEND)) {
 		wc->src_qp = qp->type == CHPP_QPT_UD ?
 			     (uint32_t)CHPP_UD_MAGIC << ctx->info.qpn_bits |
 			     e->src_qp : qp->dest_qp_num;
 		wc->slid = CHPP_LID(e->src_node, e->src_vf);
 		wc->pkey_index = 0;
 	}
-	wc->wr_id = wq->wrid[e->wr_id & (wq->uwq.n - 1)];
 	if (e->flags & CHPP_CQE_FLAG_IMM) {
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 		wc->imm_data = e->imm;
@@ -175,7 +175,8 @@ static int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
 {
 	struct chpp_wq *sq = &qp->sq;
 
-	if (sq->uwq.head - sq->tail >= sq->uwq.n)
+	if (sq->uwq.head - __atomic_load_n(&sq->tail, __ATOMIC_ACQUIRE) >=
+	    sq->uwq.n)
 		return -ENOMEM;
 	if (chpp_write_send_wqe(&sq->uwq, qp->type, ctx->info.qpn_bits, w,
 				sq->uwq.head))
@@ -281,7 +282,8 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&rq->lock);
 	start = rq->uwq.head;
 	for (; wr; wr = wr->next) {
-		if (rq->uwq.head - rq->tail >= rq->uwq.n)
+		if (rq->uwq.head - __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) >=
+		    rq->uwq.n)
 			err = -ENOMEM;
 		else
 			err = chpp_sges(wr->sg_list, wr->num_sge, sg);
