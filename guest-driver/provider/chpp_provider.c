@@ -350,6 +350,8 @@ static int chpp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		return err;
 	if (attr_mask & IBV_QP_DEST_QPN)
 		qp->dest_qp_num = attr->dest_qp_num;
+	if (attr_mask & IBV_QP_STATE)
+		ibqp->state = attr->qp_state;	/* posting checks RESET */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
 		/* The device starts the rings again at index 0. */
 		chpp_qp_clean_cqs(qp);

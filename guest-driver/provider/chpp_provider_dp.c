@@ -254,6 +254,12 @@ int chpp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.uwq.head;
+	/* The device refuses doorbells of a QP in RESET (IB: an error). */
+	if (ibqp->state == IBV_QPS_RESET) {
+		err = -EINVAL;
+		*bad_wr = wr;
+		wr = NULL;
+	}
 	for (; wr; wr = wr->next) {
 		err = chpp_send_wr(qp, wr, &w, sg);
 		if (!err)
@@ -281,6 +287,11 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&rq->lock);
 	start = rq->uwq.head;
+	if (ibqp->state == IBV_QPS_RESET) {
+		err = -EINVAL;
+		*bad_wr = wr;
+		wr = NULL;
+	}
 	for (; wr; wr = wr->next) {
 		if (rq->uwq.head - __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) >=
 		    rq->uwq.n)

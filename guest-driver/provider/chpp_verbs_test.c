@@ -10,6 +10,14 @@
  * What rdma-core's tools (ibv_rc_pingpong, perftest) do not cover.
  *
  *   chpp-verbs-test [-d ibdev]
+ *   chpp-verbs-test [-d ibdev] --pair MINE PEER
+ *
+ * --pair: RC traffic with the same program on another node instead. It
+ * writes "lid qp_num rkey addr" to the file MINE, waits for the file PEER
+ * (the caller copies the peer's MINE there), connects, runs every RC opcode
+ * and a NAP both ways and checks the bytes, then creates MINE.done and waits
+ * for PEER.done before it checks the atomics the peer did on its memory.
+ *
  * Prints "chpp-verbs: PASS <n> checks" and exits 0, or "chpp-verbs: FAIL
  * ..." and exits 1. docs/verbs-provider.md#tests.
  */
@@ -33,6 +41,9 @@ static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static uint8_t *buf;
 static uint16_t lid;
+static uint16_t dlid;		/* where connect_rc points: lid, or the peer */
+static int wc_wait_ms = 5000;
+static int ack_timeout = 14;	/* 4.096 us << 14 = 67 ms, 7 retries */
 static int checks;
 
 static _Noreturn void fail(int line, const char *fmt, ...)
@@ -76,14 +87,21 @@ static void pattern(uint32_t off, uint32_t len, uint8_t seed)
 		buf[off + i] = (uint8_t)(seed + i * 7);
 }
 
-static int same_pattern(uint32_t off, uint32_t len, uint8_t seed)
+/* Bytes [off, off + len) hold the pattern of @seed from its byte @from. */
+static int pattern_from(uint32_t off, uint32_t len, uint8_t seed,
+			uint32_t from)
 {
 	uint32_t i;
 
 	for (i = 0; i < len; i++)
-		if (buf[off + i] != (uint8_t)(seed + i * 7))
+		if (buf[off + i] != (uint8_t)(seed + (from + i) * 7))
 			return 0;
 	return 1;
+}
+
+static int same_pattern(uint32_t off, uint32_t len, uint8_t seed)
+{
+	return pattern_from(off, len, seed, 0);
 }
 
 /* One completion within ms milliseconds, or 0. */
@@ -106,7 +124,7 @@ static struct ibv_wc expect(struct ibv_cq *cq, uint64_t wr_id,
 {
 	struct ibv_wc wc;
 
-	CHECK(wait_wc(cq, &wc, 5000) == 1, "%s: no completion", what);
+	CHECK(wait_wc(cq, &wc, wc_wait_ms) == 1, "%s: no completion", what);
 	CHECK(wc.wr_id == wr_id, "%s: wr_id %llu, want %llu", what,
 	      (unsigned long long)wc.wr_id, (unsigned long long)wr_id);
 	CHECK(wc.status == status, "%s: status %s, want %s", what,
@@ -159,23 +177,23 @@ static void to_init(struct ibv_qp *qp, int ud)
 	CHECK(!ibv_modify_qp(qp, &a, mask), "modify to INIT");
 }
 
-static void connect_rc(struct ibv_qp *qp, uint32_t dest, int rnr_retry)
+/* INIT (done) -> RTR -> RTS towards (dlid, dest). */
+static void rtr_rts(struct ibv_qp *qp, uint32_t dest, int rnr_retry)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 		.dest_qp_num = dest, .rq_psn = 0, .max_dest_rd_atomic = 4,
 		.min_rnr_timer = 1,
-		.ah_attr = { .dlid = lid, .port_num = 1 },
+		.ah_attr = { .dlid = dlid, .port_num = 1 },
 	};
 
-	to_init(qp, 0);
 	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			     IBV_QP_MIN_RNR_TIMER), "modify to RTR");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = rnr_retry;
 	a.sq_psn = 0;
@@ -184,6 +202,12 @@ static void connect_rc(struct ibv_qp *qp, uint32_t dest, int rnr_retry)
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
 	      "modify to RTS");
+}
+
+static void connect_rc(struct ibv_qp *qp, uint32_t dest, int rnr_retry)
+{
+	to_init(qp, 0);
+	rtr_rts(qp, dest, rnr_retry);
 }
 
 static void ready_ud(struct ibv_qp *qp)
@@ -258,6 +282,7 @@ static void test_device(void)
 	      p.max_mtu == IBV_MTU_4096, "port: link layer %d lid %u mtu %d",
 	      p.link_layer, p.lid, p.max_mtu);
 	lid = p.lid;
+	dlid = lid;
 	printf("chpp-verbs: %s: lid %u, max_qp %d, max_qp_wr %d, max_sge %d, max_cqe %d, fw %s\n",
 	       ibv_get_device_name(ctx->device), lid, d.max_qp, d.max_qp_wr,
 	       d.max_sge, d.max_cqe, d.fw_ver);
@@ -277,6 +302,12 @@ static void test_rc_opcodes(void)
 	CHECK(scq && rcq, "ibv_create_cq");
 	a = create_qp(IBV_QPT_RC, scq, rcq, 16, 4, 64);
 	b = create_qp(IBV_QPT_RC, scq, rcq, 16, 4, 64);
+	{
+		struct ibv_recv_wr rw = { .wr_id = 1 }, *bad;
+
+		CHECK(ibv_post_recv(b, &rw, &bad) == EINVAL && bad == &rw,
+		      "posting to a QP in RESET did not fail with EINVAL");
+	}
 	connect_rc(a, b->qp_num, 7);
 	connect_rc(b, a->qp_num, 7);
 	CHECK(qp_state(a) == IBV_QPS_RTS, "A not in RTS");
@@ -815,15 +846,204 @@ static void test_many_qps(void)
 	       n, n / 2);
 }
 
+/* Wait up to 120 s for @path to exist. */
+static void wait_file(const char *path)
+{
+	int i;
+
+	for (i = 0; i < 1200 && access(path, R_OK); i++)
+		usleep(100000);
+	CHECK(!access(path, R_OK), "no %s after 120 s", path);
+}
+
+static void touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	CHECK(f, "create %s", path);
+	fclose(f);
+}
+
+/*
+ * RC traffic with the same program on the peer node, both ways at once:
+ * SEND (2 gather entries), RDMA WRITE, WRITE_WITH_IMM (its receive tells
+ * that the peer's writes landed), RDMA READ, FETCH_ADD and CMP_SWP on the
+ * peer's memory, and a NAP-indirect. Patterns are seeded by the sender's
+ * node id, so each side checks the bytes the other one produced.
+ */
+static void run_pair(const char *mine, const char *peer)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	unsigned int plid, pqpn, prkey, me, them;
+	uint64_t *target = (uint64_t *)at(0x1000);
+	unsigned long long paddr;
+	struct chppdv_context dc;
+	struct chppdv_send_wr w;
+	struct ibv_send_wr wr;
+	struct ibv_sge s[2], r;
+	char path[256];
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	FILE *f;
+
+	CHECK(scq && rcq, "create CQs");
+	CHECK(!chppdv_query_context(ctx, &dc), "chppdv_query_context");
+	me = dc.node_id;
+	wc_wait_ms = 60000;
+	/* 1.07 s x 7 retries: the peer may reach RTR seconds after us. */
+	ack_timeout = 18;
+	qp = create_qp(IBV_QPT_RC, scq, rcq, 16, 2, 0);
+	pattern(0x10000, 0x20000, 10 + me);
+	*target = 1000;
+	snprintf(path, sizeof(path), "%s.tmp", mine);
+	f = fopen(path, "w");
+	CHECK(f, "create %s", path);
+	fprintf(f, "%u %u %u %llu\n", lid, qp->qp_num, mr->rkey,
+		(unsigned long long)(uintptr_t)buf);
+	fclose(f);
+	CHECK(!rename(path, mine), "rename to %s", mine);
+	wait_file(peer);
+	f = fopen(peer, "r");
+	CHECK(f && fscanf(f, "%u %u %u %llu", &plid, &pqpn, &prkey, &paddr) == 4,
+	      "peer info in %s", peer);
+	fclose(f);
+	them = CHPP_LID_NODE(plid);
+	printf("chpp-verbs: pair: node %u (lid %u qp_num 0x%x) <-> node %u (lid %u qp_num 0x%x)\n",
+	       me, lid, qp->qp_num, them, plid, pqpn);
+	dlid = plid;
+	/* Receives in INIT, before the peer can send. */
+	to_init(qp, 0);
+	r = sge(0x40000, 8192);
+	post_recv(qp, 101, &r, 1);
+	r = sge(0x42000, 16);
+	post_recv(qp, 102, &r, 1);
+	r = sge(0x43000, 2048);
+	post_recv(qp, 103, &r, 1);
+	rtr_rts(qp, pqpn, 7);
+
+	memset(&wr, 0, sizeof(wr));
+	s[0] = sge(0x10000, 1000);
+	s[1] = sge(0x11000, 2000);
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = s;
+	wr.num_sge = 2;
+	post_send(qp, &wr);
+	expect(scq, 1, IBV_WC_SUCCESS, IBV_WC_SEND, "pair SEND");
+
+	s[0] = sge(0x10000, 65536);
+	wr.wr_id = 2;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = paddr + 0x50000;
+	wr.wr.rdma.rkey = prkey;
+	post_send(qp, &wr);
+	expect(scq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "pair WRITE");
+
+	s[0] = sge(0x20000, 4096);
+	wr.wr_id = 3;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(0xabc0 + me);
+	wr.wr.rdma.remote_addr = paddr + 0x60000;
+	post_send(qp, &wr);
+	expect(scq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "pair WRITE_IMM");
+
+	memset(at(0x70000), 0, 32768);
+	s[0] = sge(0x70000, 32768);
+	wr.wr_id = 4;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = paddr + 0x18000;
+	post_send(qp, &wr);
+	wc = expect(scq, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, "pair READ");
+	CHECK(wc.byte_len == 32768, "pair READ: %u bytes", wc.byte_len);
+	/* The peer's pattern starts at its offset 0x10000. */
+	CHECK(pattern_from(0x70000, 32768, 10 + them, 0x8000),
+	      "pair READ: not the peer's bytes");
+
+	s[0] = sge(0x1100, 8);
+	wr.wr_id = 5;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = paddr + 0x1000;
+	wr.wr.atomic.rkey = prkey;
+	wr.wr.atomic.compare_add = me;
+	post_send(qp, &wr);
+	expect(scq, 5, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, "pair FETCH_ADD");
+	CHECK(*(uint64_t *)at(0x1100) == 1000, "pair FETCH_ADD returned %llu",
+	      (unsigned long long)*(uint64_t *)at(0x1100));
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1000 + me;
+	wr.wr.atomic.swap = 7000 + me;
+	post_send(qp, &wr);
+	expect(scq, 6, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, "pair CMP_SWP");
+	CHECK(*(uint64_t *)at(0x1100) == 1000 + me, "pair CMP_SWP returned %llu",
+	      (unsigned long long)*(uint64_t *)at(0x1100));
+
+	memset(&w, 0, sizeof(w));
+	s[0] = sge(0x12000, 2048);
+	w.wr_id = 7;
+	w.opcode = CHPPDV_WR_NAP_INDIRECT;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.sg_list = s;
+	w.num_sge = 1;
+	CHECK(!chppdv_post_send(qp, &w, 1, NULL), "post NAP");
+	expect(scq, 7, IBV_WC_SUCCESS, IBV_WC_SEND, "pair NAP");
+
+	/* What the peer did to this node. */
+	wc = expect(rcq, 101, IBV_WC_SUCCESS, IBV_WC_RECV, "the peer's SEND");
+	CHECK(wc.byte_len == 3000 && wc.src_qp == pqpn && wc.slid == plid,
+	      "the peer's SEND: %u bytes from 0x%x lid %u", wc.byte_len,
+	      wc.src_qp, wc.slid);
+	wc = expect(rcq, 102, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+		    "the peer's WRITE_IMM");
+	CHECK(be32toh(wc.imm_data) == 0xabc0 + them && wc.byte_len == 4096,
+	      "the peer's WRITE_IMM: imm 0x%x", be32toh(wc.imm_data));
+	wc = expect(rcq, 103, IBV_WC_SUCCESS, IBV_WC_RECV, "the peer's NAP");
+	CHECK(wc.byte_len == 2048, "the peer's NAP: %u bytes", wc.byte_len);
+	CHECK(pattern_from(0x40000, 1000, 10 + them, 0) &&
+	      pattern_from(0x40000 + 1000, 2000, 10 + them, 0x1000),
+	      "the peer's SEND: bytes");
+	CHECK(pattern_from(0x50000, 65536, 10 + them, 0),
+	      "the peer's WRITE: bytes");
+	CHECK(pattern_from(0x60000, 4096, 10 + them, 0x10000),
+	      "the peer's WRITE_IMM: bytes");
+	CHECK(pattern_from(0x43000, 2048, 10 + them, 0x2000),
+	      "the peer's NAP: bytes");
+	expect_none(rcq, 100, "pair: an extra receive completion");
+	expect_none(scq, 10, "pair: an extra send completion");
+
+	/* The peer may still be reading this memory: wait until it is done. */
+	snprintf(path, sizeof(path), "%s.done", mine);
+	touch(path);
+	snprintf(path, sizeof(path), "%s.done", peer);
+	wait_file(path);
+	CHECK(*target == 7000 + them, "the peer's atomics left %llu, want %u",
+	      (unsigned long long)*target, 7000 + them);
+	CHECK(!ibv_destroy_qp(qp), "destroy QP");
+	CHECK(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy CQs");
+	printf("chpp-verbs: pair: SEND, WRITE, WRITE_IMM, READ, FETCH_ADD, CMP_SWP, NAP both ways, bytes verified\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
-	const char *want = NULL;
+	const char *want = NULL, *mine = NULL, *peer = NULL;
 	int i, num;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && !strcmp(argv[1], "-d"))
-		want = argv[2];
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-d") && i + 1 < argc) {
+			want = argv[++i];
+		} else if (!strcmp(argv[i], "--pair") && i + 2 < argc) {
+			mine = argv[++i];
+			peer = argv[++i];
+		} else {
+			printf("usage: %s [-d ibdev] [--pair MINE PEER]\n", argv[0]);
+			return 2;
+		}
+	}
 	list = ibv_get_device_list(&num);
 	CHECK(list, "ibv_get_device_list: %s", strerror(errno));
 	for (i = 0; i < num; i++)
@@ -844,6 +1064,10 @@ int main(int argc, char **argv)
 	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
 
 	test_device();
+	if (mine) {
+		run_pair(mine, peer);
+		goto out;
+	}
 	test_rc_opcodes();
 	test_ring_wrap();
 	test_channel();
@@ -851,7 +1075,7 @@ int main(int argc, char **argv)
 	test_dv();
 	test_errors();
 	test_many_qps();
-
+out:
 	CHECK(!ibv_dereg_mr(mr), "dereg MR");
 	CHECK(!ibv_dealloc_pd(pd), "dealloc PD");
 	CHECK(!ibv_close_device(ctx), "close device");
