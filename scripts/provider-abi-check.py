@@ -61,8 +61,7 @@ def header_ops(text):
 
 
 def header_functions(text):
-    return sorted(set(re.findall(r'^(?:int|void \*|void) (\w+)\(', text,
-                                 re.M)))
+    return sorted(set(re.findall(r'^(?:int|void) \**(\w+)\(', text, re.M)))
 
 
 def public_offsets():
