@@ -399,6 +399,18 @@ verbs_stage() {
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage
 
+# Pair: the unmodified rdma-core tools and perftest between the two guests
+# (scripts/verbs-init.sh), on the PFs, then on VF 1 of each node.
+if [ "$MODE" = pair ]; then
+    . /verbs-init.sh
+    verbs_tools chpp0
+    echo 1 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "enable 1 VF (verbs)"
+    wait_active 60 chpp1 || fail "chpp1 not ACTIVE (verbs)"
+    verbs_tools chpp1
+    echo 0 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "disable VFs (verbs)"
+    VERBS="$VERBS; rdma-core tools and perftest with the peer on the PF and on VF 1"
+fi
+
 # Unbind and bind the PCI function through sysfs: the ib device goes and
 # comes back with its port ACTIVE.
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
