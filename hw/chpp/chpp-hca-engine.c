@@ -217,6 +217,32 @@ static bool chpp_engine_serve_fifo(ChppHcaState *s)
     return true;
 }
 
+/*
+ * RING_SQ: announce every WQE up to the SQ producer index the device
+ * recorded, as a FIFO entry carrying it would, without the FIFO.  It is
+ * how a driver recovers a doorbell the FIFO lost on a QP whose producer
+ * index another writer (the process owning a user QP) may move meanwhile:
+ * ringing the doorbell with an index read earlier could move it back.
+ */
+uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn)
+{
+    ChppQp *qp = chpp_qp_lookup(s, qpn);
+
+    if (!qp) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_INDEX,
+                             "QP %u out of range (%u QPs)", qpn,
+                             s->params.num_qps);
+    }
+    if (qp->state == CHPP_QPS_RESET) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_RES_STATE, "QP %u is in RESET",
+                             qpn);
+    }
+    trace_chpp_hca_ring_sq(qpn, qp->sq_pi);
+    qp->eng.sq_limit = qp->sq_pi;
+    chpp_req_run(s, qp);
+    return CHPP_STAT_OK;
+}
+
 /* PF: senders that paused for room continue, every function's. */
 static void chpp_engine_resume(ChppHcaState *pf)
 {

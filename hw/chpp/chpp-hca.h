@@ -382,6 +382,7 @@ bool chpp_qp_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                            uint64_t mailbox);
 uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
+uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn);
 /* Move @qp to ERR or SQE on an error the engine found (async). */
 void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
 

@@ -902,6 +902,50 @@ static void test_doorbell_fifo_overflow(void)
     fx_free(f);
 }
 
+/*
+ * RING_SQ recovers a lost doorbell without a producer index: WQEs posted
+ * after the lost one (their owner's doorbells not yet rung) go too, and
+ * nothing is refused.  Bad QPs get a status and a guest error.
+ */
+static void test_ring_sq(void)
+{
+    Fx *f = fx_new_opts(CHPP_QPT_RC, "engine-delay-ns=1000000", 14, 3, 3);
+    uint64_t buf = fx_buf(f, 4096);
+    uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    int i;
+
+    for (i = 0; i < CHPP_DB_FIFO_DEPTH + 3; i++) {
+        Wqe *w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, i, 0);
+
+        wqe_raddr(w, buf + 2048, key);
+        wqe_sge(w, buf, 16, key);
+        /* The last doorbell is not rung yet (its owner is "between"). */
+        post_send(f, &f->a, w, i < CHPP_DB_FIFO_DEPTH + 2);
+    }
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_FIFO_OVERFLOW), ==, 2);
+    for (i = 0; i < CHPP_DB_FIFO_DEPTH; i++) {
+        expect_cqe(f, SCQ, i, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    }
+    assert_no_cqe(f, SCQ);
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, f->a.qpn, 0), ==,
+                    CHPP_STAT_OK);
+    /* Up to the index the device recorded: the two lost doorbells' WQEs. */
+    expect_cqe(f, SCQ, CHPP_DB_FIFO_DEPTH, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    expect_cqe(f, SCQ, CHPP_DB_FIFO_DEPTH + 1, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    assert_no_cqe(f, SCQ);
+    /* The owner rings now: its index was not moved back by anyone. */
+    chpp_sq_db(f->d, UAR, f->a.qpn, f->a.sq_pi);
+    expect_cqe(f, SCQ, CHPP_DB_FIFO_DEPTH + 2, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 0);
+
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, 999, 0), ==,
+                    CHPP_STAT_BAD_INDEX);
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, 5, 0), ==,
+                    CHPP_STAT_BAD_RES_STATE);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_CMD_ERRORS), ==, 2);
+    fx_free(f);
+}
+
 static void test_cq_overrun(void)
 {
     Fx *f = fx_new(CHPP_QPT_RC);
@@ -1195,6 +1239,7 @@ int main(int argc, char **argv)
                    test_posting_per_state);
     qtest_add_func("/chpp-hca/data/db-fifo-overflow",
                    test_doorbell_fifo_overflow);
+    qtest_add_func("/chpp-hca/data/ring-sq", test_ring_sq);
     qtest_add_func("/chpp-hca/data/cq-overrun", test_cq_overrun);
     qtest_add_func("/chpp-hca/data/sqd-drain", test_sqd_drain_event);
     qtest_add_func("/chpp-hca/data/close-hca", test_close_hca);

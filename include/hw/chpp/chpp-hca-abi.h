@@ -24,7 +24,7 @@
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      2
+#define CHPP_ABI_VERSION_MINOR      3
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -216,6 +216,7 @@ enum chpp_opcode {
     CHPP_CMD_SQD2RTS_QP     = 0x020,
     CHPP_CMD_2RST_QP        = 0x021,
     CHPP_CMD_QUERY_QP       = 0x022,
+    CHPP_CMD_RING_SQ        = 0x023,    /* ABI 1.3 */
     CHPP_CMD_INIT2INIT_QP   = 0x02d,
     CHPP_CMD_SQD2SQD_QP     = 0x038,
     CHPP_CMD_NOP            = 0x031,
