@@ -167,20 +167,16 @@ int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 
 /*
  * The doorbell FIFO lost a user QP's SQ doorbell. The kernel does not know
- * the process's producer index, but the device recorded it: ring again with
- * that one, on the QP's own UAR page (the only page it accepts).
+ * the process's producer index, and a doorbell written with an index read
+ * earlier could move it back past one the process rang meanwhile (and be
+ * refused): RING_SQ makes the device announce up to the index it recorded.
  */
 void chpp_qp_user_redoorbell(struct work_struct *work)
 {
 	struct chpp_qp *qp = container_of(work, struct chpp_qp, redb_work);
 	struct chpp_dev *dev = to_cdev(qp->ibqp.device);
-	struct chpp_qp_context c;
 
 	mutex_lock(&qp->mutex);
-	if (!chpp_cmd_query(dev, CHPP_CMD_QUERY_QP, qp->idx, &c, sizeof(c)))
-		writel((qp->idx << CHPP_UAR_DB_QPN_SHIFT) |
-		       (c.sq_pi & CHPP_UAR_DB_PI_MASK),
-		       dev->uar_base + (size_t)qp->uar * CHPP_UAR_PAGE_SIZE +
-		       CHPP_UAR_SQ_DB);
+	chpp_cmd(dev, CHPP_CMD_RING_SQ, 0, qp->idx, 0, NULL);
 	mutex_unlock(&qp->mutex);
 }

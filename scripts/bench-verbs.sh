@@ -11,8 +11,12 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-"$CHPP_ROOT/scripts/setup.sh" >&2
-"$CHPP_ROOT/scripts/build-qemu.sh" >&2
+# With --qemu (a pair.sh option) the given QEMU is used as it is.
+case " $* " in
+    *" --qemu "*) ;;
+    *) "$CHPP_ROOT/scripts/setup.sh" >&2
+       "$CHPP_ROOT/scripts/build-qemu.sh" >&2 ;;
+esac
 "$CHPP_ROOT/scripts/pair.sh" --kargs chpp.bench=verbs "$@" >&2
 
 # Node 2 runs the clients; their rows are the figures (perftest prints
