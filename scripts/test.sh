@@ -23,7 +23,15 @@ if [ ! -f "$BLD/build.ninja" ]; then
 fi
 
 chpp_log "meson test -C build/meson $*"
-if ! "$MESON" test -C "$BLD" "$@"; then
+# meson exits 0 when the arguments select no test at all: a typo in a test
+# or suite name must not read as a pass.
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+rc=0
+"$MESON" test -C "$BLD" "$@" 2>&1 | tee "$OUT" || rc=$?
+[ "$rc" != 0 ] || ! grep -q 'No suitable tests defined' "$OUT" ||
+    chpp_die "no test matches '$*' (meson test --list -C build/meson lists them)"
+if [ "$rc" != 0 ]; then
     log="$BLD/meson-logs/testlog.txt"
     if [ -f "$log" ]; then
         chpp_log "---- $log ----"
