@@ -318,31 +318,38 @@ cat /tmp/uverbs.log
 [ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/uverbs.log || fail "uverbs test"
 UVERBS=$(sed -n 's/^chpp-uverbs: PASS //p' /tmp/uverbs.log)
 
-# Pair: the same program on both nodes moves data between the two processes
-# over the link (OS-bypass on both ends); the info files go through the
-# control network.
-if [ "$MODE" = pair ]; then
-    /bin/chpp-uverbs-test --pair /tmp/umine /tmp/upeer >/tmp/upair.log 2>&1 &
+# user_pair TAG PROG: PROG --pair runs on both nodes and moves data between
+# the two processes over the link (OS-bypass on both ends). Its info and
+# "done" files go through the control network as /www/TAGinfo, TAGdone;
+# PROG must print "<prefix>: PASS".
+user_pair() {
+    t=$1 prog=$2
+    $prog --pair "/tmp/${t}mine" "/tmp/${t}peer" >"/tmp/${t}pair.log" 2>&1 &
     UPID=$!
     w=0
-    until [ -s /tmp/umine ]; do
+    until [ -s "/tmp/${t}mine" ]; do
         sleep 0.2; w=$((w + 1))
-        [ $w -lt 300 ] || { cat /tmp/upair.log; fail "uverbs pair: no local info"; }
+        [ $w -lt 300 ] || { cat "/tmp/${t}pair.log"; fail "$prog --pair: no local info"; }
     done
-    cp /tmp/umine /www/uinfo
-    fetch uinfo 120 || fail "no peer uverbs info"
-    mv /tmp/uinfo /tmp/upeer
+    cp "/tmp/${t}mine" "/www/${t}info"
+    fetch "${t}info" 120 || fail "$prog --pair: no peer info"
+    mv "/tmp/${t}info" "/tmp/${t}peer"
     w=0
-    until [ -e /tmp/umine.done ] || ! kill -0 $UPID 2>/dev/null; do
+    until [ -e "/tmp/${t}mine.done" ] || ! kill -0 $UPID 2>/dev/null; do
         sleep 0.2; w=$((w + 1))
         [ $w -lt 600 ] || break
     done
-    [ -e /tmp/umine.done ] && echo done >/www/udone
-    fetch udone 120 && touch /tmp/upeer.done
+    [ -e "/tmp/${t}mine.done" ] && echo done >"/www/${t}done"
+    fetch "${t}done" 120 && touch "/tmp/${t}peer.done"
     wait $UPID
     urc=$?
-    cat /tmp/upair.log
-    [ $urc = 0 ] && grep -q '^chpp-uverbs: PASS' /tmp/upair.log || fail "uverbs pair test"
+    cat "/tmp/${t}pair.log"
+    [ $urc = 0 ] && grep -q ': PASS' "/tmp/${t}pair.log" || fail "$prog --pair"
+}
+
+# Pair: chpp-uverbs-test between processes of the two guests.
+if [ "$MODE" = pair ]; then
+    user_pair u /bin/chpp-uverbs-test
     UVERBS="$UVERBS; user-space traffic with the peer"
 fi
 
@@ -402,6 +409,8 @@ verbs_stage
 # Pair: the unmodified rdma-core tools and perftest between the two guests
 # (scripts/verbs-init.sh), on the PFs, then on VF 1 of each node.
 if [ "$MODE" = pair ]; then
+    # First our own test program between the two guests' processes.
+    user_pair v /bin/chpp-verbs-test
     . /verbs-init.sh
     verbs_tools chpp0
     echo 1 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "enable 1 VF (verbs)"
@@ -413,7 +422,7 @@ if [ "$MODE" = pair ]; then
     # "callbacks suppressed").
     ovf=$(dmesg | awk '/doorbell FIFO overflow/ { n++ } /chpp_handle_eqe: [0-9]+ callbacks suppressed/ { n += $(NF - 2) } END { print n + 0 }')
     say "verbs: $ovf doorbell FIFO overflows recovered"
-    VERBS="$VERBS; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf FIFO overflows recovered)"
+    VERBS="$VERBS; chpp-verbs-test --pair; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf FIFO overflows recovered)"
 fi
 
 # Unbind and bind the PCI function through sysfs: the ib device goes and
