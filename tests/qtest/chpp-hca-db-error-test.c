@@ -160,12 +160,24 @@ static void test_bounded_in_order(void)
     chpp_stop(d);
 }
 
-/* An event still queued when the state is saved is posted on arrival. */
-static void test_migrated(void)
+/* Migrate the stopped @src to a new QEMU; @src stays (stopped). */
+static ChppDev *migrate_to_new(ChppDev *src)
 {
     g_autofree char *tmpdir = g_dir_make_tmp("chpp-dberr-XXXXXX", NULL);
     g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
     g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
+    ChppDev *dst = chpp_start_incoming(NULL, uri);
+
+    migrate(src->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, src);
+    unlink(sock);
+    rmdir(tmpdir);
+    return dst;
+}
+
+/* An event still queued when the state is saved is posted on arrival. */
+static void test_migrated(void)
+{
     ChppDev *src = chpp_start(NULL, NULL);
     uint64_t ring = setup(src);
     struct chpp_eqe eqe;
@@ -175,9 +187,7 @@ static void test_migrated(void)
     ring_bad_cq_db(src, 0x654321);
     g_assert_false(eqe_valid(src, ring, 0, &eqe));
 
-    dst = chpp_start_incoming(NULL, uri);
-    migrate(src->qs, dst->qs, uri);
-    chpp_adopt_migrated(dst, src);
+    dst = migrate_to_new(src);
     g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_DB_ERRORS), ==, 1);
     g_assert_false(eqe_valid(dst, ring, 0, &eqe));
     qmp_ok(dst, "cont");
@@ -186,8 +196,6 @@ static void test_migrated(void)
     g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_EVENTS), ==, 1);
     chpp_stop(src);
     chpp_stop(dst);
-    unlink(sock);
-    rmdir(tmpdir);
 }
 
 /* The device's state property: doorbell-errors.lost. */
@@ -210,9 +218,6 @@ static uint64_t db_err_lost(ChppDev *d)
  */
 static void test_lost_migrated(void)
 {
-    g_autofree char *tmpdir = g_dir_make_tmp("chpp-dberr-XXXXXX", NULL);
-    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
-    g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
     ChppDev *src = chpp_start(NULL, NULL);
     uint64_t ring = setup(src);
     struct chpp_eqe eqe;
@@ -228,15 +233,11 @@ static void test_lost_migrated(void)
     g_assert_cmpuint(db_err_lost(src), ==, extra);
     qmp_ok(src, "stop");
 
-    dst = chpp_start_incoming(NULL, uri);
-    migrate(src->qs, dst->qs, uri);
-    chpp_adopt_migrated(dst, src);
+    dst = migrate_to_new(src);
     g_assert_cmpuint(db_err_lost(dst), ==, extra);
     g_assert_cmpuint(chpp_counter(dst, CHPP_CNT_EVENTS_DROPPED), ==, extra);
     chpp_stop(src);
     chpp_stop(dst);
-    unlink(sock);
-    rmdir(tmpdir);
 }
 
 static void vf_flr(ChppDev *vf)

@@ -169,6 +169,27 @@ static void put(Node *from, Node *to, uint64_t src, uint32_t skey,
     chpp_post_send(from->d, &from->qp, w, true);
 }
 
+/*
+ * PUT @len bytes of pattern @pat from @x's buffer to @y's, then GET them
+ * back after them in @x's buffer (wr_ids 1 and 2), bytes checked each time.
+ */
+static void put_then_get(Node *x, Node *y, uint64_t xb, uint32_t xk,
+                         uint64_t yb, uint32_t yk, uint32_t len, uint8_t pat)
+{
+    ChppWqeBuf *w;
+
+    chpp_fill(x->d, xb, len, pat);
+    put(x, y, xb, xk, yb, yk, len, 1);
+    expect2(x, y, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, len);
+    chpp_check(y->d, yb, len, pat);
+    w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
+    chpp_wqe_raddr(w, yb, yk);
+    chpp_wqe_sge(w, xb + len, len, xk);
+    chpp_post_send(x->d, &x->qp, w, true);
+    expect2(x, y, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, len);
+    chpp_check(x->d, xb + len, len, pat);
+}
+
 /* ---- tests -------------------------------------------------------------- */
 
 static void test_link_up_and_port(void)
@@ -216,17 +237,7 @@ static void test_ops_both_directions(void)
         struct chpp_cqe cqe;
 
         /* PUT 1 MiB, GET it back, SEND with immediate, fetch-add. */
-        chpp_fill(x->d, xb, len, 10 + i);
-        put(x, y, xb, xk, yb, yk, len, 1);
-        expect2(x, y, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, len);
-        chpp_check(y->d, yb, len, 10 + i);
-
-        w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
-        chpp_wqe_raddr(w, yb, yk);
-        chpp_wqe_sge(w, xb + len, len, xk);
-        chpp_post_send(x->d, &x->qp, w, true);
-        expect2(x, y, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, len);
-        chpp_check(x->d, xb + len, len, 10 + i);
+        put_then_get(x, y, xb, xk, yb, yk, len, 10 + i);
 
         chpp_post_recv_sges(y->d, &y->qp, 3, &rs, 1);
         w = chpp_wqe_new(CHPP_WQE_SEND_IMM, CHPP_WQE_SIGNALED, 4, 0xabc);
@@ -723,19 +734,9 @@ static void test_reader_ring_full(void)
         uint32_t xk, yk;
         uint64_t xb = node_buf(x, 2 * len, &xk);
         uint64_t yb = node_buf(y, 2 * len, &yk);
-        ChppWqeBuf *w;
 
-        chpp_fill(x->d, xb, len, 30 + i);
-        put(x, y, xb, xk, yb, yk, len, 1);
-        expect2(x, y, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, len);
-        chpp_check(y->d, yb, len, 30 + i);
         /* The reads' responses stream the other way. */
-        w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 2, 0);
-        chpp_wqe_raddr(w, yb, yk);
-        chpp_wqe_sge(w, xb + len, len, xk);
-        chpp_post_send(x->d, &x->qp, w, true);
-        expect2(x, y, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, len);
-        chpp_check(x->d, xb + len, len, 30 + i);
+        put_then_get(x, y, xb, xk, yb, yk, len, 30 + i);
     }
     g_assert_cmpuint(link_state_u64(&a, "reader-ring-waits"), >, 0);
     g_assert_cmpuint(link_state_u64(&b, "reader-ring-waits"), >, 0);
