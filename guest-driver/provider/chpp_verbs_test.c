@@ -32,6 +32,7 @@
 #include <infiniband/verbs.h>
 #include "hw/chpp/chpp-hca-abi.h"
 #include "chppdv.h"
+#include "chpp_pairfile.h"
 
 #define BUF_SIZE	(2u << 20)
 #define QKEY		0x11111111u
@@ -846,24 +847,6 @@ static void test_many_qps(void)
 	       n, n / 2);
 }
 
-/* Wait up to 120 s for @path to exist. */
-static void wait_file(const char *path)
-{
-	int i;
-
-	for (i = 0; i < 1200 && access(path, R_OK); i++)
-		usleep(100000);
-	CHECK(!access(path, R_OK), "no %s after 120 s", path);
-}
-
-static void touch(const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	CHECK(f, "create %s", path);
-	fclose(f);
-}
-
 /*
  * RC traffic with the same program on the peer node, both ways at once:
  * SEND (2 gather entries), RDMA WRITE, WRITE_WITH_IMM (its receive tells
@@ -882,10 +865,10 @@ static void run_pair(const char *mine, const char *peer)
 	struct chppdv_send_wr w;
 	struct ibv_send_wr wr;
 	struct ibv_sge s[2], r;
-	char path[256];
+	struct chpp_pair_info mi, pi;
+	char err[256];
 	struct ibv_qp *qp;
 	struct ibv_wc wc;
-	FILE *f;
 
 	CHECK(scq && rcq, "create CQs");
 	CHECK(!chppdv_query_context(ctx, &dc), "chppdv_query_context");
@@ -896,18 +879,14 @@ static void run_pair(const char *mine, const char *peer)
 	qp = create_qp(IBV_QPT_RC, scq, rcq, 16, 2, 0);
 	pattern(0x10000, 0x20000, 10 + me);
 	*target = 1000;
-	snprintf(path, sizeof(path), "%s.tmp", mine);
-	f = fopen(path, "w");
-	CHECK(f, "create %s", path);
-	fprintf(f, "%u %u %u %llu\n", lid, qp->qp_num, mr->rkey,
-		(unsigned long long)(uintptr_t)buf);
-	fclose(f);
-	CHECK(!rename(path, mine), "rename to %s", mine);
-	wait_file(peer);
-	f = fopen(peer, "r");
-	CHECK(f && fscanf(f, "%u %u %u %llu", &plid, &pqpn, &prkey, &paddr) == 4,
-	      "peer info in %s", peer);
-	fclose(f);
+	mi = (struct chpp_pair_info){ .lid = lid, .qp_num = qp->qp_num,
+		.rkey = mr->rkey, .addr = (uintptr_t)buf };
+	CHECK(!chpp_pair_exchange(mine, peer, &mi, &pi, err, sizeof(err)),
+	      "pair: %s", err);
+	plid = pi.lid;
+	pqpn = pi.qp_num;
+	prkey = pi.rkey;
+	paddr = pi.addr;
 	them = CHPP_LID_NODE(plid);
 	printf("chpp-verbs: pair: node %u (lid %u qp_num 0x%x) <-> node %u (lid %u qp_num 0x%x)\n",
 	       me, lid, qp->qp_num, them, plid, pqpn);
@@ -1015,10 +994,7 @@ static void run_pair(const char *mine, const char *peer)
 	expect_none(scq, 10, "pair: an extra send completion");
 
 	/* The peer may still be reading this memory: wait until it is done. */
-	snprintf(path, sizeof(path), "%s.done", mine);
-	touch(path);
-	snprintf(path, sizeof(path), "%s.done", peer);
-	wait_file(path);
+	CHECK(!chpp_pair_done(mine, peer, err, sizeof(err)), "pair: %s", err);
 	CHECK(*target == 7000 + them, "the peer's atomics left %llu, want %u",
 	      (unsigned long long)*target, 7000 + them);
 	CHECK(!ibv_destroy_qp(qp), "destroy QP");

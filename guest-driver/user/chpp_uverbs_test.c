@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "chpp_pairfile.h"
 #include "chpp_user.h"
 
 #define BUF_SIZE	(256 * 1024)
@@ -533,20 +534,6 @@ static void test_errors(uint32_t pd)
 	ok("error completions (REM_ACCESS_ERR, WR_FLUSH_ERR), responder QP async event");
 }
 
-/* Wait up to 120 s for @path to exist. */
-static void wait_file(const char *path)
-{
-	struct timespec d = { 0, 100 * 1000 * 1000 };
-	int i;
-
-	for (i = 0; i < 1200; i++) {
-		if (!access(path, R_OK))
-			return;
-		nanosleep(&d, NULL);
-	}
-	fail("no %s after 120 s", path);
-}
-
 /* Bytes [off, off + len) of @p must be the pattern of @seed from @from. */
 static void check_pat(const uint8_t *p, size_t len, unsigned int seed,
 		      size_t from, const char *what)
@@ -567,26 +554,22 @@ static void run_pair(const char *mine, const char *peer)
 	unsigned int me = ctx.info.node_id, them;
 	unsigned int plid, pqpn, prkey;
 	unsigned long long paddr;
-	char done[256];
+	struct chpp_pair_info mi, pi;
+	char err[256];
 	struct chpp_usge s;
 	struct chpp_usend wr;
 	struct chpp_cqe e;
-	FILE *f;
 	int i;
 
 	fill(src, BUF_SIZE, 10 + me);
-	snprintf(done, sizeof(done), "%s.tmp", mine);
-	f = fopen(done, "w");
-	CHECK(f, "create %s", done);
-	fprintf(f, "%u %u %u %llu\n", lid, qp.qp_num, mr.rkey,
-		(unsigned long long)(uintptr_t)src);
-	fclose(f);
-	CHECK(!rename(done, mine), "rename to %s", mine);
-	wait_file(peer);
-	f = fopen(peer, "r");
-	CHECK(f && fscanf(f, "%u %u %u %llu", &plid, &pqpn, &prkey, &paddr) == 4,
-	      "peer info in %s", peer);
-	fclose(f);
+	mi = (struct chpp_pair_info){ .lid = lid, .qp_num = qp.qp_num,
+		.rkey = mr.rkey, .addr = (uintptr_t)src };
+	CHECK(!chpp_pair_exchange(mine, peer, &mi, &pi, err, sizeof(err)),
+	      "pair: %s", err);
+	plid = pi.lid;
+	pqpn = pi.qp_num;
+	prkey = pi.rkey;
+	paddr = pi.addr;
 	them = CHPP_LID_NODE(plid);
 	printf("chpp-uverbs: peer lid %u qp_num 0x%x\n", plid, pqpn);
 	CHECK(!chpp_connect_rc(&ctx, &qp, plid, pqpn), "connect to the peer");
@@ -636,12 +619,7 @@ static void run_pair(const char *mine, const char *peer)
 	ok("user-space RC traffic with the peer node (SEND, PUT, PUT_IMM, GET), bytes verified");
 
 	/* The peer may still read our memory: tear down only once it is done. */
-	snprintf(done, sizeof(done), "%s.done", mine);
-	f = fopen(done, "w");
-	CHECK(f, "create %s", done);
-	fclose(f);
-	snprintf(done, sizeof(done), "%s.done", peer);
-	wait_file(done);
+	CHECK(!chpp_pair_done(mine, peer, err, sizeof(err)), "pair: %s", err);
 }
 
 int main(int argc, char **argv)
