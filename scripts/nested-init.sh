@@ -5,14 +5,19 @@
 #   chpp-l2: RESULT PASS|FAIL <reason>
 # Steps: chpp_hca binds both VFs (its interrupt self-test proves that the VF
 # MSI-X messages reach this guest through the first guest's interrupt
-# remapping and VFIO), the ports are ACTIVE; then, with the driver unloaded,
-# chpp-vfio-test --raw moves data with PUT, GET and NAP between the two VFs.
+# remapping and VFIO), the ports are ACTIVE; the kernel verbs test client
+# (chpp_test) moves verified data on VF chpp0; Debian's ibv_rc_pingpong runs
+# between the two VFs through libibverbs and the chpp provider (OS-bypass
+# in the nested guest); then, with the driver unloaded, chpp-vfio-test --raw
+# moves data with PUT, GET and NAP between the two VFs.
 
 /bin/busybox --install -s /bin
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
+ip link set lo up
 
 say() { echo "chpp-l2: $*"; }
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -37,7 +42,8 @@ set -- $VFS
 say "VFs:$VFS"
 
 t=$(up)
-insmod "$MOD/chpp_hca.ko" || finish FAIL "insmod chpp_hca"
+# global_rkey_atomic: chpp_test's atomics (docs/guest-driver.md).
+insmod "$MOD/chpp_hca.ko" global_rkey_atomic=1 || finish FAIL "insmod chpp_hca"
 w=0
 until [ "$(cat /sys/class/infiniband/chpp0/ports/1/state 2>/dev/null | cut -c1)" = 4 ] &&
       [ "$(cat /sys/class/infiniband/chpp1/ports/1/state 2>/dev/null | cut -c1)" = 4 ]; do
@@ -48,6 +54,39 @@ n=$(dmesg | grep -c 'interrupt self-test OK')
 [ "$n" = 2 ] || finish FAIL "$n of 2 VFs passed the interrupt self-test"
 dmesg | grep 'interrupt self-test OK' | sed 's/^\[[^]]*\] /chpp-l2: /'
 say "chpp_hca bound both VFs, ports ACTIVE, in $(awk "BEGIN{print $(up) - $t}") s"
+
+# Kernel verbs on a passed-through VF: chpp_test's QP connected to itself.
+t=$(up)
+CT=/sys/kernel/debug/chpp_test
+insmod "$MOD/chpp_test.ko" ibdev=chpp0 || finish FAIL "insmod chpp_test"
+echo setup >"$CT/ctl" && echo "connect self" >"$CT/ctl" && echo run >"$CT/ctl" ||
+    finish FAIL "chpp_test setup/connect/run"
+RES=$(cat "$CT/result")
+say "kernel verbs on chpp0: $RES"
+case "$RES" in PASS*) ;; *) finish FAIL "kernel verbs: $RES" ;; esac
+echo teardown >"$CT/ctl"
+rmmod chpp_test || finish FAIL "rmmod chpp_test"
+say "kernel verbs took $(awk "BEGIN{print $(up) - $t}") s"
+
+# User verbs: ibv_rc_pingpong between the two VFs, bytes checked (-c).
+t=$(up)
+ibv_devinfo -d chpp1 | grep -q 'state:.*PORT_ACTIVE' || finish FAIL "ibv_devinfo -d chpp1"
+timeout 600 ibv_rc_pingpong -d chpp0 -c -n 20 -p 18600 >/tmp/pps.log 2>&1 &
+spid=$!
+w=0
+until grep -qE ":48A8 0+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+    kill -0 $spid 2>/dev/null || break
+    [ $w -ge 600 ] && break
+    sleep 1; w=$((w + 1))
+done
+timeout 600 ibv_rc_pingpong -d chpp1 -c -n 20 -p 18600 127.0.0.1 >/tmp/ppc.log 2>&1
+crc=$?
+wait $spid
+src=$?
+cat /tmp/pps.log /tmp/ppc.log
+[ $crc = 0 ] && [ $src = 0 ] && grep -q 'bytes in' /tmp/ppc.log ||
+    finish FAIL "ibv_rc_pingpong chpp0 <-> chpp1 (server $src, client $crc)"
+say "ibv_rc_pingpong between the VFs took $(awk "BEGIN{print $(up) - $t}") s"
 rmmod chpp_hca || finish FAIL "rmmod chpp_hca"
 
 t=$(up)
@@ -60,4 +99,4 @@ say "traffic took $(awk "BEGIN{print $(up) - $t}") s"
 if dmesg | grep -E 'WARNING:|BUG:|Oops'; then
     finish FAIL "kernel log has warnings"
 fi
-finish PASS "2 VFs via vfio-pci: driver + MSI-X self-test, PUT/GET/NAP verified"
+finish PASS "2 VFs via vfio-pci: driver + MSI-X self-test, kernel verbs, ibv_rc_pingpong, PUT/GET/NAP verified"

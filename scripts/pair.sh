@@ -140,12 +140,6 @@ ROOT="$RUN/initramfs"
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
-# The libibverbs provider where libibverbs 44 looks for "driver chpp"
-# (docs/verbs-provider.md), and its test program.
-mkdir -p "$ROOT/usr/lib/x86_64-linux-gnu/libibverbs" "$ROOT/etc/libibverbs.d"
-cp "$GUEST/libchpp-rdmav34.so" "$ROOT/usr/lib/x86_64-linux-gnu/libibverbs/"
-cp "$GUEST/chpp.driver" "$ROOT/etc/libibverbs.d/"
-cp "$GUEST/chpp-verbs-test" "$ROOT/bin/"
 ln -s busybox "$ROOT/bin/sh"
 install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
 for m in "${ORDER[@]}"; do
@@ -160,9 +154,18 @@ for m in "${ORDER[@]}"; do
 done
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"
-# Debian's verbs tools, perftest and soft-RoCE (not in the nested guest).
+# Debian's verbs tools, perftest and soft-RoCE, and the libibverbs provider
+# where libibverbs 44 looks for "driver chpp" (docs/verbs-provider.md) with
+# its test program: in the driver guests, or in the nested guest only.
+install_verbs() {
+    chpp_guest_rdma "$1"
+    mkdir -p "$1/usr/lib/x86_64-linux-gnu/libibverbs" "$1/etc/libibverbs.d"
+    cp "$GUEST/libchpp-rdmav34.so" "$1/usr/lib/x86_64-linux-gnu/libibverbs/"
+    cp "$GUEST/chpp.driver" "$1/etc/libibverbs.d/"
+    cp "$GUEST/chpp-verbs-test" "$1/bin/"
+}
 if [ "$NESTED" = 0 ]; then
-    chpp_guest_rdma "$ROOT"
+    install_verbs "$ROOT"
     install -m 0644 "$CHPP_ROOT/scripts/verbs-init.sh" "$ROOT/verbs-init.sh"
 fi
 if [ "$VFIO" = 1 ]; then
@@ -194,8 +197,9 @@ if [ "$NESTED" = 1 ]; then
     cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
     install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
     cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$ROOT/lib/modules/$KVER/ib_uverbs.ko" \
-       "$CHPP_ROOT/guest-driver/chpp_hca.ko" \
+       "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
        "$L2/lib/modules/$KVER/"
+    install_verbs "$L2"
     (cd "$L2" && find . -print0 | LC_ALL=C sort -z |
         cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$ROOT/nested/l2.cpio.gz"
 fi

@@ -20,7 +20,7 @@ VPORT=18600
 
 # Is TCP port $1 in LISTEN state (/proc/net/tcp, hex, state 0A)?
 listening() {
-    grep -q ":$(printf %04X "$1") 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+    grep -qE ":$(printf %04X "$1") 0+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
 # vrun NAME SECS CMD...: CMD as server on node 1, as client of node 1 on
