@@ -858,9 +858,8 @@ static void run_pair(const char *mine, const char *peer)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	unsigned int plid, pqpn, prkey, me, them;
+	unsigned int me, them;
 	uint64_t *target = (uint64_t *)at(0x1000);
-	unsigned long long paddr;
 	struct chppdv_context dc;
 	struct chppdv_send_wr w;
 	struct ibv_send_wr wr;
@@ -883,14 +882,10 @@ static void run_pair(const char *mine, const char *peer)
 		.rkey = mr->rkey, .addr = (uintptr_t)buf };
 	CHECK(!chpp_pair_exchange(mine, peer, &mi, &pi, err, sizeof(err)),
 	      "pair: %s", err);
-	plid = pi.lid;
-	pqpn = pi.qp_num;
-	prkey = pi.rkey;
-	paddr = pi.addr;
-	them = CHPP_LID_NODE(plid);
+	them = CHPP_LID_NODE(pi.lid);
 	printf("chpp-verbs: pair: node %u (lid %u qp_num 0x%x) <-> node %u (lid %u qp_num 0x%x)\n",
-	       me, lid, qp->qp_num, them, plid, pqpn);
-	dlid = plid;
+	       me, lid, qp->qp_num, them, pi.lid, pi.qp_num);
+	dlid = pi.lid;
 	/* Receives in INIT, before the peer can send. */
 	to_init(qp, 0);
 	r = sge(0x40000, 8192);
@@ -899,7 +894,7 @@ static void run_pair(const char *mine, const char *peer)
 	post_recv(qp, 102, &r, 1);
 	r = sge(0x43000, 2048);
 	post_recv(qp, 103, &r, 1);
-	rtr_rts(qp, pqpn, 7);
+	rtr_rts(qp, pi.qp_num, 7);
 
 	memset(&wr, 0, sizeof(wr));
 	s[0] = sge(0x10000, 1000);
@@ -916,8 +911,8 @@ static void run_pair(const char *mine, const char *peer)
 	wr.wr_id = 2;
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = paddr + 0x50000;
-	wr.wr.rdma.rkey = prkey;
+	wr.wr.rdma.remote_addr = pi.addr + 0x50000;
+	wr.wr.rdma.rkey = pi.rkey;
 	post_send(qp, &wr);
 	expect(scq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "pair WRITE");
 
@@ -925,7 +920,7 @@ static void run_pair(const char *mine, const char *peer)
 	wr.wr_id = 3;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.imm_data = htobe32(0xabc0 + me);
-	wr.wr.rdma.remote_addr = paddr + 0x60000;
+	wr.wr.rdma.remote_addr = pi.addr + 0x60000;
 	post_send(qp, &wr);
 	expect(scq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "pair WRITE_IMM");
 
@@ -933,7 +928,7 @@ static void run_pair(const char *mine, const char *peer)
 	s[0] = sge(0x70000, 32768);
 	wr.wr_id = 4;
 	wr.opcode = IBV_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = paddr + 0x18000;
+	wr.wr.rdma.remote_addr = pi.addr + 0x18000;
 	post_send(qp, &wr);
 	wc = expect(scq, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, "pair READ");
 	CHECK(wc.byte_len == 32768, "pair READ: %u bytes", wc.byte_len);
@@ -944,8 +939,8 @@ static void run_pair(const char *mine, const char *peer)
 	s[0] = sge(0x1100, 8);
 	wr.wr_id = 5;
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	wr.wr.atomic.remote_addr = paddr + 0x1000;
-	wr.wr.atomic.rkey = prkey;
+	wr.wr.atomic.remote_addr = pi.addr + 0x1000;
+	wr.wr.atomic.rkey = pi.rkey;
 	wr.wr.atomic.compare_add = me;
 	post_send(qp, &wr);
 	expect(scq, 5, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, "pair FETCH_ADD");
@@ -972,7 +967,7 @@ static void run_pair(const char *mine, const char *peer)
 
 	/* What the peer did to this node. */
 	wc = expect(rcq, 101, IBV_WC_SUCCESS, IBV_WC_RECV, "the peer's SEND");
-	CHECK(wc.byte_len == 3000 && wc.src_qp == pqpn && wc.slid == plid,
+	CHECK(wc.byte_len == 3000 && wc.src_qp == pi.qp_num && wc.slid == pi.lid,
 	      "the peer's SEND: %u bytes from 0x%x lid %u", wc.byte_len,
 	      wc.src_qp, wc.slid);
 	wc = expect(rcq, 102, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,

@@ -552,8 +552,6 @@ static void check_pat(const uint8_t *p, size_t len, unsigned int seed,
 static void run_pair(const char *mine, const char *peer)
 {
 	unsigned int me = ctx.info.node_id, them;
-	unsigned int plid, pqpn, prkey;
-	unsigned long long paddr;
 	struct chpp_pair_info mi, pi;
 	char err[256];
 	struct chpp_usge s;
@@ -566,13 +564,9 @@ static void run_pair(const char *mine, const char *peer)
 		.rkey = mr.rkey, .addr = (uintptr_t)src };
 	CHECK(!chpp_pair_exchange(mine, peer, &mi, &pi, err, sizeof(err)),
 	      "pair: %s", err);
-	plid = pi.lid;
-	pqpn = pi.qp_num;
-	prkey = pi.rkey;
-	paddr = pi.addr;
-	them = CHPP_LID_NODE(plid);
-	printf("chpp-uverbs: peer lid %u qp_num 0x%x\n", plid, pqpn);
-	CHECK(!chpp_connect_rc(&ctx, &qp, plid, pqpn), "connect to the peer");
+	them = CHPP_LID_NODE(pi.lid);
+	printf("chpp-uverbs: peer lid %u qp_num 0x%x\n", pi.lid, pi.qp_num);
+	CHECK(!chpp_connect_rc(&ctx, &qp, pi.lid, pi.qp_num), "connect to the peer");
 
 	post_recv(0xb1, dst, 4096);
 	post_recv(0xb2, dst + 200000, 16);
@@ -586,21 +580,21 @@ static void run_pair(const char *mine, const char *peer)
 	s = sge(src, 65536);
 	wr = (struct chpp_usend){ .opcode = CHPP_WQE_PUT,
 		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x62,
-		.raddr = paddr + BUF_SIZE + 8192, .rkey = prkey, .sg = &s,
+		.raddr = pi.addr + BUF_SIZE + 8192, .rkey = pi.rkey, .sg = &s,
 		.num_sge = 1 };
 	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post PUT");
 	expect_send_ok("pair PUT", 0x62);
 	s = sge(src, 4096);
 	wr = (struct chpp_usend){ .opcode = CHPP_WQE_PUT_IMM,
 		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x63, .imm = 0xabc0 + me,
-		.raddr = paddr + BUF_SIZE + 100000, .rkey = prkey, .sg = &s,
+		.raddr = pi.addr + BUF_SIZE + 100000, .rkey = pi.rkey, .sg = &s,
 		.num_sge = 1 };
 	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post PUT_IMM");
 	expect_send_ok("pair PUT_IMM", 0x63);
 	s = sge(dst + 150000, 32768);
 	wr = (struct chpp_usend){ .opcode = CHPP_WQE_GET,
 		.flags = CHPP_WQE_SIGNALED, .wr_id = 0x64,
-		.raddr = paddr + 4096, .rkey = prkey, .sg = &s, .num_sge = 1 };
+		.raddr = pi.addr + 4096, .rkey = pi.rkey, .sg = &s, .num_sge = 1 };
 	CHECK(!chpp_post_send(&ctx, &qp, &wr), "post GET");
 	expect_send_ok("pair GET", 0x64);
 	check_pat(dst + 150000, 32768, 10 + them, 4096, "GET from the peer");
