@@ -346,11 +346,26 @@ static void chpp_cmd_execute(ChppHcaState *s)
 
 static void chpp_cmd_bh(void *opaque)
 {
-    chpp_cmd_execute(opaque);
+    ChppHcaState *s = opaque;
+
+    if (s->gone) {
+        return;
+    }
+    chpp_hold(s);
+    chpp_cmd_execute(s);
+    chpp_release(s);
+}
+
+static void chpp_cmd_timer(void *opaque)
+{
+    chpp_timer_call(opaque, chpp_cmd_bh, opaque);
 }
 
 static void chpp_cmd_kick(ChppHcaState *s)
 {
+    if (s->gone) {
+        return;
+    }
     if (s->params.cmd_latency_ns) {
         timer_mod(s->cmd_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   s->params.cmd_latency_ns);
@@ -394,7 +409,7 @@ void chpp_cmd_init(ChppHcaState *s)
 {
     s->cmd_bh = qemu_bh_new_guarded(chpp_cmd_bh, s,
                                     &DEVICE(s)->mem_reentrancy_guard);
-    s->cmd_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_cmd_bh, s);
+    s->cmd_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_cmd_timer, s);
 }
 
 void chpp_cmd_fini(ChppHcaState *s)

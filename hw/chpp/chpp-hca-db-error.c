@@ -82,14 +82,16 @@ static void chpp_db_err_bh(void *opaque)
     ChppHcaState *s = opaque;
 
     /* VM stopped: guest memory is not touched (resuming reschedules). */
-    if (!s->engine_stopped) {
+    if (!s->engine_stopped && !s->gone) {
+        chpp_hold(s);
         chpp_db_err_flush(s);
+        chpp_release(s);
     }
 }
 
 void chpp_db_err_kick(ChppHcaState *s)
 {
-    if (s->db_err_count && !s->engine_stopped) {
+    if (s->db_err_count && !s->engine_stopped && !s->gone) {
         qemu_bh_schedule(s->db_err_bh);
     }
 }

@@ -46,6 +46,7 @@ const char *const chpp_counter_names[CHPP_CNT_NUM] = {
     [CHPP_CNT_FAULT_CORRUPTS] = "fault-corrupts",
     [CHPP_CNT_FAULT_DUPS] = "fault-dups",
     [CHPP_CNT_FAULT_DELAYS] = "fault-delays",
+    [CHPP_CNT_DMA_REFUSED] = "dma-refused",
 };
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);

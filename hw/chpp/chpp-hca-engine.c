@@ -32,7 +32,7 @@ uint32_t chpp_qpn(ChppHcaState *s, ChppQp *qp)
 
 void chpp_engine_kick(ChppHcaState *s)
 {
-    if (s->engine_stopped) {
+    if (s->engine_stopped || s->gone) {
         return;
     }
     if (s->params.engine_delay_ns) {
@@ -213,7 +213,9 @@ static bool chpp_engine_serve_fifo(ChppHcaState *s)
         ((qp->eng.sq_limit - qp->eng.sq_comp) & CHPP_IDX_MASK)) {
         qp->eng.sq_limit = pi;
     }
+    chpp_hold(f);
     chpp_req_run(f, qp);
+    chpp_release(f);
     return true;
 }
 
@@ -255,7 +257,11 @@ static void chpp_engine_resume(ChppHcaState *pf)
     for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
         ChppHcaState *f = chpp_function(pf, fn);
 
-        for (i = 0; f && i < f->params.num_qps; i++) {
+        if (!f) {
+            continue;
+        }
+        chpp_hold(f);
+        for (i = 0; !f->gone && i < f->params.num_qps; i++) {
             ChppQp *qp = &f->qps[i];
 
             if (qp->eng.tx_pending) {
@@ -264,6 +270,7 @@ static void chpp_engine_resume(ChppHcaState *pf)
                 chpp_resp_pump(f, qp);
             }
         }
+        chpp_release(f);
     }
 }
 
@@ -307,10 +314,11 @@ static void chpp_engine_run(void *opaque)
     int fifo_budget = s->params.engine_delay_ns ? 1 : CHPP_ENGINE_BUDGET;
 
     s->engine_kicked = false;
-    if (s->engine_stopped) {
+    if (s->engine_stopped || s->gone) {
         return;
     }
-    while (budget-- > 0) {
+    chpp_hold(s);
+    while (!s->gone && budget-- > 0) {
         if (!s->func) {
             chpp_engine_resume(s);
         }
@@ -323,9 +331,15 @@ static void chpp_engine_run(void *opaque)
         }
         break;
     }
-    if (chpp_engine_pending(s)) {
+    if (!s->gone && chpp_engine_pending(s)) {
         chpp_engine_kick(s);
     }
+    chpp_release(s);
+}
+
+static void chpp_engine_timer(void *opaque)
+{
+    chpp_timer_call(opaque, chpp_engine_run, opaque);
 }
 
 /*
@@ -351,14 +365,17 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
         for (fn = 0; fn <= (s->func ? 0 : CHPP_MAX_VFS); fn++) {
             ChppHcaState *f = s->func ? s : chpp_function(s, fn);
 
-            if (f) {
-                chpp_db_err_flush(f);
+            if (!f) {
+                continue;
             }
-            while (f && chpp_engine_step(f)) {
+            chpp_hold(f);
+            chpp_db_err_flush(f);
+            while (!f->gone && chpp_engine_step(f)) {
                 busy = true;
             }
+            chpp_release(f);
         }
-    } while (busy);
+    } while (busy && !s->gone);
     s->engine_stopped = true;
 }
 
@@ -389,6 +406,9 @@ void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
 {
     qp->eng.timer_kind = kind;
     qp->eng.timer_deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns;
+    if (s->gone) {
+        return;
+    }
     timer_mod(s->qp_timers[chpp_qpn(s, qp)], qp->eng.timer_deadline);
 }
 
@@ -403,7 +423,7 @@ typedef struct ChppQpTimerCtx {
     uint32_t qpn;
 } ChppQpTimerCtx;
 
-static void chpp_qp_timer_cb(void *opaque)
+static void chpp_qp_timer_run(void *opaque)
 {
     ChppQpTimerCtx *ctx = opaque;
     ChppHcaState *s = ctx->s;
@@ -417,6 +437,13 @@ static void chpp_qp_timer_cb(void *opaque)
     } else if (kind == CHPP_TIMER_RNR) {
         chpp_req_retransmit(s, qp);
     }
+}
+
+static void chpp_qp_timer_cb(void *opaque)
+{
+    ChppQpTimerCtx *ctx = opaque;
+
+    chpp_timer_call(ctx->s, chpp_qp_timer_run, ctx);
 }
 
 bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
@@ -519,7 +546,7 @@ void chpp_engine_init(ChppHcaState *s)
     s->engine_bh = qemu_bh_new_guarded(chpp_engine_run, s,
                                        &DEVICE(s)->mem_reentrancy_guard);
     chpp_db_err_init(s);
-    s->engine_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_engine_run, s);
+    s->engine_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_engine_timer, s);
     s->qp_timers = g_new0(QEMUTimer *, s->params.num_qps);
     for (i = 0; i < s->params.num_qps; i++) {
         ChppQpTimerCtx *ctx = g_new(ChppQpTimerCtx, 1);
@@ -541,12 +568,31 @@ void chpp_engine_init(ChppHcaState *s)
     s->engine_stopped = !runstate_is_running();
 }
 
-void chpp_engine_fini(ChppHcaState *s)
+void chpp_engine_stop(ChppHcaState *s)
 {
     unsigned i;
 
     qemu_del_vm_change_state_handler(s->vmstate_change);
+    s->vmstate_change = NULL;
+    s->engine_stopped = true;
+    qemu_bh_cancel(s->engine_bh);
+    qemu_bh_cancel(s->db_err_bh);
+    timer_del(s->engine_timer);
+    for (i = 0; i < s->params.num_qps; i++) {
+        timer_del(s->qp_timers[i]);
+    }
+    /* Queued frames go now, while the PF whose credits they hold is here. */
     chpp_wire_reset(s);
+}
+
+void chpp_engine_fini(ChppHcaState *s)
+{
+    unsigned i;
+
+    if (s->vmstate_change) {
+        qemu_del_vm_change_state_handler(s->vmstate_change);
+        chpp_wire_reset(s);
+    }
     for (i = 0; i < CHPP_NUM_VCS; i++) {
         g_queue_free(s->wire_rx[i]);
     }

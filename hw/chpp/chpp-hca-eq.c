@@ -32,20 +32,6 @@ static uint8_t chpp_eq_state(const ChppEq *eq)
     return eq->armed ? CHPP_EQ_STATE_ARMED : CHPP_EQ_STATE_FIRED;
 }
 
-static void chpp_irq(ChppHcaState *s, unsigned vector)
-{
-    PCIDevice *pdev = PCI_DEVICE(s);
-
-    if (!msix_enabled(pdev)) {
-        chpp_count(s, CHPP_CNT_IRQS_MASKED);
-        trace_chpp_hca_irq_suppressed(vector);
-        return;
-    }
-    chpp_count(s, CHPP_CNT_IRQS);
-    trace_chpp_hca_irq(vector);
-    msix_notify(pdev, vector);
-}
-
 static void chpp_eq_fire(ChppHcaState *s, unsigned eqn)
 {
     ChppEq *eq = &s->eqs[eqn];

@@ -34,7 +34,10 @@ ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
         return NULL;
     }
     vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(pf), fn - 1);
-    return vf && DEVICE(vf)->realized ? CHPP_HCA(vf) : NULL;
+    if (!vf || !DEVICE(vf)->realized || CHPP_HCA(vf)->gone) {
+        return NULL;
+    }
+    return CHPP_HCA(vf);
 }
 
 void chpp_sriov_defaults(ChppHcaState *s)
@@ -75,6 +78,7 @@ void chpp_sriov_vf_params(ChppHcaState *s)
     s->params.msix_vectors = r->msix_vectors;
     s->params.uar_pages = CHPP_VF_UAR_PAGES;
     s->params.sriov_max_vfs = 0;
+    s->dma_any_target = pf->dma_any_target;
 }
 
 void chpp_sriov_init_pf(ChppHcaState *s)

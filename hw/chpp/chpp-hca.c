@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
 #include "hw/pci/msix.h"
@@ -38,30 +39,43 @@ void chpp_guest_error(ChppHcaState *s, const char *fmt, ...)
                   msg);
 }
 
-/* Every device DMA goes through these, so failures are counted once. */
-bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len)
+void chpp_hold(ChppHcaState *s)
 {
-    MemTxResult r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
-
-    trace_chpp_hca_dma_read(addr, len, r);
-    if (r != MEMTX_OK) {
-        chpp_count(s, CHPP_CNT_DMA_ERRORS);
-        return false;
-    }
-    return true;
+    object_ref(OBJECT(s));
 }
 
-bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
-                    dma_addr_t len)
+static void chpp_release_bh(void *opaque)
 {
-    MemTxResult r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+    object_unref(OBJECT(opaque));
+}
 
-    trace_chpp_hca_dma_write(addr, len, r);
-    if (r != MEMTX_OK) {
-        chpp_count(s, CHPP_CNT_DMA_ERRORS);
-        return false;
+void chpp_release(ChppHcaState *s)
+{
+    if (s->gone) {
+        /*
+         * This may be the last reference, and the bottom half that called
+         * us still restores the device's re-entrancy guard on return.
+         */
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), chpp_release_bh, s);
+    } else {
+        object_unref(OBJECT(s));
     }
-    return true;
+}
+
+void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque)
+{
+    MemReentrancyGuard *guard = &DEVICE(s)->mem_reentrancy_guard;
+    bool engaged = guard->engaged_in_io;
+
+    if (s->gone) {
+        return;
+    }
+    /* As a guarded bottom half: our own MMIO is refused meanwhile. */
+    guard->engaged_in_io = true;
+    chpp_hold(s);
+    fn(opaque);
+    guard->engaged_in_io = engaged;
+    chpp_release(s);
 }
 
 /* Device state back to its reset values; PCI config space is untouched. */
@@ -245,23 +259,43 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     chpp_debug_register(s, true);
 }
 
+/*
+ * Unrealize may happen under device code still on the stack (a guest
+ * pointed a DMA or MSI-X address at the PF's SR-IOV control): the device
+ * becomes gone, refuses every further DMA and interrupt and schedules
+ * nothing, and its tables live until the last chpp_hold() is released
+ * (chpp_hca_finalize).
+ */
 static void chpp_hca_exit(PCIDevice *pdev)
 {
     ChppHcaState *s = CHPP_HCA(pdev);
 
+    s->gone = true;
     chpp_debug_register(s, false);
     if (!pci_is_vf(pdev)) {
         chpp_sriov_exit_pf(s);
     }
     chpp_link_unrealize(s);
-    chpp_engine_fini(s);
-    chpp_cmd_fini(s);
+    chpp_engine_stop(s);
+    chpp_cmd_reset(s);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+}
+
+static void chpp_hca_finalize(Object *obj)
+{
+    ChppHcaState *s = CHPP_HCA(obj);
+
+    if (s->engine_bh) {
+        chpp_engine_fini(s);
+    }
+    if (s->cmd_bh) {
+        chpp_cmd_fini(s);
+    }
     g_free(s->qps);
     g_free(s->cqs);
     g_free(s->mtt);
     g_free(s->mpts);
-    msix_unuse_all_vectors(pdev);
-    msix_uninit(pdev, &s->bar0, &s->bar0);
 }
 
 static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
@@ -313,6 +347,7 @@ static Property chpp_hca_props[] = {
                        0),
     DEFINE_PROP_UINT64("engine-delay-ns", ChppHcaState,
                        params.engine_delay_ns, 0),
+    DEFINE_PROP_BOOL("x-dma-any-target", ChppHcaState, dma_any_target, false),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -345,6 +380,8 @@ static const struct {
                         "loop iteration (max 10 s)" },
     { "engine-delay-ns", "virtual time before the engine serves its "
                          "doorbell FIFO, 0 = next main loop iteration" },
+    { "x-dma-any-target", "tests only: let DMA and MSI-X reach config "
+                          "space and BARs (docs/security.md)" },
 };
 
 static void chpp_hca_class_init(ObjectClass *oc, void *data)
@@ -383,6 +420,7 @@ static const TypeInfo chpp_hca_info = {
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(ChppHcaState),
     .instance_init = chpp_hca_instance_init,
+    .instance_finalize = chpp_hca_finalize,
     .class_init = chpp_hca_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -308,6 +308,8 @@ struct ChppHcaState {
     uint32_t tx_queued;         /* PF: frames queued, all functions */
     bool tx_blocked;            /* PF: a sender waits for room */
     VMChangeStateEntry *vmstate_change;
+    bool dma_any_target;        /* x-dma-any-target: tests of teardown */
+    bool gone;                  /* unrealized: code on the stack unwinds */
 
     /* PF, migration only (chpp-hca-vmstate.c) */
     uint8_t mig_num_vfs;        /* VFs the source had enabled */
@@ -326,9 +328,25 @@ static inline void chpp_count(ChppHcaState *s, enum chpp_counter c)
 
 /* chpp-hca.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
+/*
+ * Hold @s while device code works on it: a DMA or interrupt it issues may
+ * unrealize it (docs/security.md), and its state must outlive the code on
+ * the stack.  Every bottom half and timer holds its device.
+ */
+void chpp_hold(ChppHcaState *s);
+void chpp_release(ChppHcaState *s);
+/* Run a timer's @fn(@opaque) held and behind @s's re-entrancy guard. */
+void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque);
+
+/*
+ * chpp-hca-dma.c: every DMA and MSI-X message of the device.  DMA reaches
+ * guest RAM only; false (counted, logged) otherwise or on a failed access.
+ */
 bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len);
 bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
                     dma_addr_t len);
+/* Raise MSI-X @vector, unless masked or aimed at config space or a BAR. */
+void chpp_irq(ChppHcaState *s, unsigned vector);
 
 /*
  * chpp-hca-mr.c: memory regions, the MTT and every data DMA.
@@ -392,6 +410,8 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
  * (commands and chpp_qp_set_error), with the state the QP left.
  */
 void chpp_engine_init(ChppHcaState *s);
+/* Unrealize: nothing runs or fires any more; chpp_engine_fini() frees. */
+void chpp_engine_stop(ChppHcaState *s);
 void chpp_engine_fini(ChppHcaState *s);
 void chpp_engine_reset(ChppHcaState *s);
 bool chpp_engine_check_load(ChppHcaState *s);

@@ -168,6 +168,7 @@ enum chpp_counter {
     CHPP_CNT_FAULT_CORRUPTS,    /* frames corrupted by fault injection */
     CHPP_CNT_FAULT_DUPS,        /* frames duplicated by fault injection */
     CHPP_CNT_FAULT_DELAYS,      /* frames delayed by fault injection */
+    CHPP_CNT_DMA_REFUSED,       /* DMA/MSI-X to non-RAM targets refused */
     CHPP_CNT_NUM
 };
 
