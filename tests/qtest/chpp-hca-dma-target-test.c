@@ -164,6 +164,76 @@ static void test_msix_into_pf_config(void)
     chpp_pf_stop(p);
 }
 
+/* A physical region @idx of @len bytes at @addr, local write. */
+static uint32_t phys_mr(ChppDev *d, uint32_t idx, uint64_t addr, uint64_t len)
+{
+    uint32_t key = idx << CHPP_KEY_INDEX_SHIFT | 0x11;
+    struct chpp_mpt_context mr = {
+        .flags = cpu_to_le32(CHPP_MPT_PHYS | CHPP_MPT_LOCAL_WRITE),
+        .key = cpu_to_le32(key),
+        .pd = cpu_to_le32(PD),
+        .start = cpu_to_le64(addr),
+        .length = cpu_to_le64(len),
+    };
+
+    g_assert_cmphex(chpp_sw2hw_mpt(d, idx, &mr), ==, CHPP_STAT_OK);
+    return key;
+}
+
+/*
+ * The engine's timer (engine-delay-ns) runs the responder like its bottom
+ * half does, behind the device's re-entrancy guard: a receive scattered
+ * onto the device's own reset register (allowed here only by
+ * x-dma-any-target) must not reset the device from inside the engine.
+ */
+static void test_timer_guard(void)
+{
+    ChppDev *d = chpp_start("engine-delay-ns=100000,x-dma-any-target=on",
+                            NULL);
+    uint64_t grh = guest_alloc(&d->qs->alloc, 4096);
+    ChppTQp q = { .qpn = 0 };
+    ChppTCq cq = { .cqn = 0, .nent = 64, .uar = UAR };
+    ChppTSge sge[2];
+    ChppWqeBuf *wqe;
+    struct chpp_qp_context qc = { 0 };
+    struct chpp_cqe cqe;
+    static const uint8_t reset[4] = { CHPP_RESET_MAGIC };
+
+    chpp_init_hca(d);
+    chpp_create_eq(d, 0, 64, 0, false);
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_INIT_PORT, 0, 1, 0), ==,
+                    CHPP_STAT_OK);
+    chpp_wr(d, CHPP_REG_SCRATCH, 0x5ca1ab1e);
+    cq.ring = chpp_create_cq(d, 0, 64, 0, UAR);
+    ud_qp(d, &q, 0);
+    sge[0] = (ChppTSge) { grh, CHPP_UD_GRH_SIZE, phys_mr(d, 1, grh, 4096) };
+    sge[1] = (ChppTSge) { d->bar0.addr + CHPP_REG_RESET, 4,
+                          phys_mr(d, 2, d->bar0.addr, 4096) };
+    chpp_post_recv_sges(d, &q, 0x77, sge, 2);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 0, 0, &qc), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RTR2RTS_QP, 0,
+                                   CHPP_QP_ATTR_SQ_PSN, &qc), ==,
+                    CHPP_STAT_OK);
+    wqe = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
+                       0x78, 0);
+    chpp_wqe_ud(wqe, 0, 0, 0x11111111, 0x42);
+    chpp_wqe_inline(wqe, reset, sizeof(reset));
+    chpp_post_send(d, &q, wqe, true);
+
+    chpp_poll_cq(d, &cq, &cqe);
+    g_assert_cmpuint(le64_to_cpu(cqe.wr_id), ==, 0x78);
+    chpp_poll_cq(d, &cq, &cqe);
+    g_assert_cmpuint(le64_to_cpu(cqe.wr_id), ==, 0x77);
+    g_assert_cmpuint(cqe.status, !=, CHPP_WC_SUCCESS);
+    /* Not reset: the scratch register and the HCA state survived. */
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_SCRATCH), ==, 0x5ca1ab1e);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_DMA_ERRORS), >=, 1);
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_QUERY_PORT, 0, 1, d->mbox_out), ==,
+                    CHPP_STAT_OK);
+    chpp_stop(d);
+}
+
 /* ---- every address kind at every forbidden target ----------------------- */
 
 typedef struct Target {
@@ -368,6 +438,7 @@ int main(int argc, char **argv)
                    test_vf_eq_in_pf_config);
     qtest_add_func("/chpp-hca/dma-target/msix-into-pf-config",
                    test_msix_into_pf_config);
+    qtest_add_func("/chpp-hca/dma-target/timer-guard", test_timer_guard);
     qtest_add_func("/chpp-hca/dma-target/teardown-under-dma",
                    test_teardown_under_dma);
     for (i = 0; i < ARRAY_SIZE(targets); i++) {
