@@ -69,7 +69,7 @@ static bool chpp_dma_allowed(ChppHcaState *s, dma_addr_t addr,
     }
     chpp_count(s, CHPP_CNT_DMA_REFUSED);
     trace_chpp_hca_dma_refused(addr, len, is_write, what);
-    chpp_guest_error(s, "DMA %s at 0x%" PRIx64 " + 0x%" PRIx64 " refused: "
+    chpp_guest_note(s, "DMA %s at 0x%" PRIx64 " + 0x%" PRIx64 " refused: "
                      "%s is not guest RAM", is_write ? "write" : "read",
                      addr, len, what);
     return false;

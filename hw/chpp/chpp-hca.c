@@ -24,19 +24,34 @@
 
 #define CHPP_MAX_CMD_LATENCY_NS (10 * NANOSECONDS_PER_SECOND)
 
-void chpp_guest_error(ChppHcaState *s, const char *fmt, ...)
+static void G_GNUC_PRINTF(2, 0) chpp_guest_vlog(ChppHcaState *s,
+                                                const char *fmt, va_list ap)
 {
-    g_autofree char *msg = NULL;
-    va_list ap;
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    chpp_count(s, CHPP_CNT_GUEST_ERRORS);
     trace_chpp_hca_guest_error(msg);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
                   object_get_canonical_path_component(OBJECT(s)) ?: "chpp-hca",
                   msg);
+}
+
+void chpp_guest_error(ChppHcaState *s, const char *fmt, ...)
+{
+    va_list ap;
+
+    chpp_count(s, CHPP_CNT_GUEST_ERRORS);
+    va_start(ap, fmt);
+    chpp_guest_vlog(s, fmt, ap);
+    va_end(ap);
+}
+
+void chpp_guest_note(ChppHcaState *s, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    chpp_guest_vlog(s, fmt, ap);
+    va_end(ap);
 }
 
 void chpp_hold(ChppHcaState *s)

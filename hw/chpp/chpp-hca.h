@@ -320,6 +320,13 @@ struct ChppHcaState {
 
 void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
                                           ...);
+/*
+ * The same log line, not counted as a guest error: the detail of a
+ * mistake whose consequence (a failed command, an error completion) is
+ * the guest error.
+ */
+void G_GNUC_PRINTF(2, 3) chpp_guest_note(ChppHcaState *s, const char *fmt,
+                                         ...);
 
 static inline void chpp_count(ChppHcaState *s, enum chpp_counter c)
 {
