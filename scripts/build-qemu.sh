@@ -13,6 +13,9 @@
 #   --fuzz-cov  the --fuzz build plus clang source-based coverage of hw/chpp
 #            into build/qemu-fuzz-cov/ (scripts/cc-cov.sh; for the line
 #            coverage of scripts/fuzz.sh --line-cov)
+#   --tsan   clang + ThreadSanitizer build into build/qemu-tsan/ (default
+#            target: qemu-system-x86_64; scripts/qtest.sh --tsan drives it,
+#            scripts/tsan.sh runs the link tests on it)
 #
 # Idempotent and cheap when nothing changed. After the first run, a device
 # source edit only needs `ninja -C build/qemu`; run this script again when
@@ -28,6 +31,7 @@ case "${1:-}" in
     --asan) VARIANT=asan; shift ;;
     --fuzz) VARIANT=fuzz; shift ;;
     --fuzz-cov) VARIANT=fuzz-cov; shift ;;
+    --tsan) VARIANT=tsan; shift ;;
 esac
 BLD="$CHPP_QEMU_BUILD"
 [ "$VARIANT" = normal ] || BLD="$CHPP_BUILD/qemu-$VARIANT"
@@ -70,6 +74,11 @@ case "$VARIANT" in
         CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cc=ccache /--cc=$CHPP_ROOT/scripts/cc-cov.sh }")
         CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cxx=ccache /--cxx=$CHPP_ROOT/scripts/cc-cov.sh }")
         DEFAULT_TARGETS=(qemu-fuzz-x86_64) ;;
+    tsan)
+        # The link's reader thread against the main loop (docs/security.md).
+        CONFIGURE_ARGS=("${COMMON_ARGS[@]}" "--cc=ccache clang"
+                        "--cxx=ccache clang++" --enable-tsan)
+        DEFAULT_TARGETS=(qemu-system-x86_64) ;;
 esac
 
 [ -f "$SRC/VERSION" ] || chpp_die "no QEMU source in build/src/; run scripts/setup.sh first"

@@ -8,6 +8,8 @@
 #   QTEST_LOG=1 scripts/qtest.sh chpp-hca-test -p ...        # log QMP/qtest traffic
 #   scripts/qtest.sh --asan chpp-hca-test          # same test, QEMU built with
 #                                                  # ASan+UBSan (build/qemu-asan)
+#   scripts/qtest.sh --tsan chpp-hca-link-test     # QEMU built with TSan
+#                                                  # (build/qemu-tsan)
 #
 # With --asan the test executable is still the one of build/qemu/ (it is only
 # the driver); the QEMU it starts is build/qemu-asan/qemu-system-x86_64, and
@@ -19,8 +21,10 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 asan=0
+tsan=0
 if [ "${1:-}" = --asan ]; then asan=1; shift; fi
-[ $# -ge 1 ] || chpp_die "usage: $0 [--asan] QTEST-NAME [glib test args...]"
+if [ "${1:-}" = --tsan ]; then tsan=1; shift; fi
+[ $# -ge 1 ] || chpp_die "usage: $0 [--asan|--tsan] QTEST-NAME [glib test args...]"
 name=$1; shift
 exe="$CHPP_QEMU_BUILD/tests/qtest/$name"
 [ -x "$exe" ] || chpp_die "no qtest executable build/qemu/tests/qtest/$name (did scripts/build-qemu.sh succeed?)"
@@ -37,6 +41,14 @@ if [ "$asan" = 1 ]; then
     export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1:quarantine_size_mb=8}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=67}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lsan.supp:print_suppressions=0}"
+fi
+if [ "$tsan" = 1 ]; then
+    bin="$CHPP_BUILD/qemu-tsan/qemu-system-x86_64"
+    [ -x "$bin" ] || chpp_die "no $bin (run scripts/build-qemu.sh --tsan)"
+    export QTEST_QEMU_BINARY="$bin"
+    # A data race makes that QEMU exit non-zero (a failed test); races
+    # inside QEMU's own core, not the device, are suppressed by name.
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:exitcode=69:second_deadlock_stack=1:suppressions=$CHPP_ROOT/scripts/tsan.supp}"
 fi
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
 export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"

@@ -97,6 +97,7 @@ void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque)
 void chpp_hca_soft_reset(ChppHcaState *s)
 {
     trace_chpp_hca_reset();
+    s->resets++;
     chpp_cmd_reset(s);
     chpp_link_reset(s);
     chpp_engine_reset(s);

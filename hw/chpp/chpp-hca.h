@@ -310,6 +310,7 @@ struct ChppHcaState {
     VMChangeStateEntry *vmstate_change;
     bool dma_any_target;        /* x-dma-any-target: tests of teardown */
     bool gone;                  /* unrealized: code on the stack unwinds */
+    uint32_t resets;            /* soft resets: work across one is dropped */
 
     /* PF, migration only (chpp-hca-vmstate.c) */
     uint8_t mig_num_vfs;        /* VFs the source had enabled */

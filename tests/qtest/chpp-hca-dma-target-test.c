@@ -234,6 +234,53 @@ static void test_timer_guard(void)
     chpp_stop(d);
 }
 
+/*
+ * The PF's own FLR from inside its command: the second EQE of an EQ in
+ * the PF's config page puts out_param_lo (an out mailbox address whose
+ * low 16 bits are 0x8000) on DEVCTL, Initiate FLR.  The PF and its VFs are
+ * reset while chpp_cmd_execute() still runs; QEMU goes on.
+ */
+static void test_flr_under_command(void)
+{
+    ChppPf *p = chpp_pf_start("x-dma-any-target=on", NULL);
+    ChppDev *d = p->d;
+    uint64_t buf = guest_alloc(&d->qs->alloc, 0x20000);
+    uint64_t mbox = ((buf + 0xffff) & ~0xffffull) | 0x8000;
+    int i;
+
+    chpp_pf_vfs_set(p, 2);
+    p->vf[1] = chpp_vf_handle(p, 1);
+    chpp_init_hca(p->vf[1]);
+    chpp_init_hca(d);
+    g_assert_cmphex(chpp_sw2hw_eq(d, 0, pf_ecam() + 0x40, 4, 0, 0), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_CMD, false), ==,
+                    CHPP_STAT_OK);
+    chpp_cmd_post(d, CHPP_CMD_NOP, 0, 0, 0, true, 1);
+    g_assert_cmphex(chpp_cmd_wait(d, NULL), ==, CHPP_STAT_OK);
+    chpp_cmd_post(d, CHPP_CMD_QUERY_FW, 0, 0, mbox, true, 2);
+    for (i = 0; i < 100 && chpp_pf_cfg_rd(p, 1, PCI_VENDOR_ID) !=
+                           0xffffffff; i++) {
+        qtest_clock_step(d->qts, 100000);
+    }
+    /*
+     * FLR: the VFs are gone (QEMU 7.2's pcie_sriov leaves VF Enable set
+     * in config space meanwhile), the PF is back to its reset state: the
+     * command was aborted and its HCR cleared.
+     */
+    g_assert_cmphex(chpp_pf_cfg_rd(p, 1, PCI_VENDOR_ID), ==, 0xffffffff);
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_CTRL), ==, 0);
+    chpp_vf_free(p->vf[1]);
+    p->vf[1] = NULL;
+    qpci_device_enable(d->pdev);
+    d->toggle = false;
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_QUERY_FW, 0, 0, d->mbox_out), ==,
+                    CHPP_STAT_OK);
+    chpp_init_hca(d);
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_NOP, 0, 0, 0), ==, CHPP_STAT_OK);
+    chpp_pf_stop(p);
+}
+
 /* ---- every address kind at every forbidden target ----------------------- */
 
 typedef struct Target {
@@ -441,6 +488,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/dma-target/timer-guard", test_timer_guard);
     qtest_add_func("/chpp-hca/dma-target/teardown-under-dma",
                    test_teardown_under_dma);
+    qtest_add_func("/chpp-hca/dma-target/flr-under-command",
+                   test_flr_under_command);
     for (i = 0; i < ARRAY_SIZE(targets); i++) {
         g_autofree char *path = g_strdup_printf("/chpp-hca/dma-target/"
                                                 "class/%s", targets[i].name);
