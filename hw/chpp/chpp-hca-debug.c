@@ -304,6 +304,13 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
            g_queue_get_length(s->link.backlog[0]) : 0);
     sv_u64(&sv, "backlog-vc1", s->link.backlog[1] ?
            g_queue_get_length(s->link.backlog[1]) : 0);
+    sv_u64(&sv, "rx-queued-vc0", s->link.queued[0]);
+    sv_u64(&sv, "rx-queued-vc1", s->link.queued[1]);
+    sv_u64(&sv, "owed-vc0", s->link.owed[0]);
+    sv_u64(&sv, "owed-vc1", s->link.owed[1]);
+    sv_u64(&sv, "out-queue-records", s->link.outq ?
+           g_queue_get_length(s->link.outq) : 0);
+    sv_u64(&sv, "out-queue-bytes", s->link.out_bytes);
     sv_end(&sv);
 
     sv_list(&sv, "ports");
