@@ -772,11 +772,34 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
     }
 }
 
+/*
+ * Frames @f received and will never process: the PF counts them against
+ * the credits it granted, so it gets them back.  Freed without this, they
+ * would leak the grant until the PF dropped every frame of the peer.
+ */
+static void chpp_link_rx_discard(ChppHcaState *f)
+{
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        ChppPkt *pkt;
+
+        while ((pkt = g_queue_pop_head(f->link_rx[vc]))) {
+            chpp_pkt_free(pkt);
+            chpp_link_consumed(chpp_pf(f), vc);
+        }
+    }
+}
+
 void chpp_link_unrealize(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
     unsigned vc;
 
+    /* A VF goes (VF Enable cleared, PF reset): its PF's link stays. */
+    if (s->func) {
+        chpp_link_rx_discard(s);
+    }
     qemu_chr_fe_deinit(&l->chr, false);
     chpp_link_io_detach(s);
     chpp_link_drop_queues(s);
@@ -798,16 +821,7 @@ void chpp_link_unrealize(ChppHcaState *s)
  */
 void chpp_link_reset(ChppHcaState *s)
 {
-    unsigned vc;
-
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        ChppPkt *pkt;
-
-        while ((pkt = g_queue_pop_head(s->link_rx[vc]))) {
-            chpp_pkt_free(pkt);
-            chpp_link_consumed(chpp_pf(s), vc);
-        }
-    }
+    chpp_link_rx_discard(s);
 }
 
 static void chpp_link_cut(Object *obj, bool value, Error **errp)

@@ -1,0 +1,429 @@
+/*
+ * chpp-hca link tests against a hostile peer: this program speaks the
+ * link protocol on the device's socket (as a third-party peer would) and
+ * does what a well-behaved peer never does.  Every bound the device keeps
+ * (docs/link.md, "Memory bounds") is asserted by counting what it holds,
+ * through the counters and the QOM `state` property, never by timing.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/cutils.h"
+#include "qemu/sockets.h"
+#include "standard-headers/linux/pci_regs.h"
+#include "qapi/qmp/qdict.h"
+#include "chpp-hca-qtest.h"
+
+#define DEV_PATH    "/machine/peripheral/hca"
+#define NODE        1           /* the device's node */
+#define PEER        9           /* this program's node */
+#define PEER_QPN    5
+#define QP_PSN      0x500       /* rq_psn/sq_psn of chpp_node_connect() */
+
+static char *tmpdir;
+
+/* ---- the peer's socket ------------------------------------------------ */
+
+typedef struct Peer {
+    int listen_fd;
+    int fd;
+    char *path;
+} Peer;
+
+/* Listen first: the device connects (reconnect=1) and keeps reconnecting. */
+static void peer_listen(Peer *p, const char *name)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+    p->path = g_strdup_printf("%s/%s", tmpdir, name);
+    p->listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    p->fd = -1;
+    g_assert(p->listen_fd >= 0);
+    pstrcpy(un.sun_path, sizeof(un.sun_path), p->path);
+    g_assert(bind(p->listen_fd, (void *)&un, sizeof(un)) == 0);
+    g_assert(listen(p->listen_fd, 1) == 0);
+}
+
+static char *peer_chardev(Peer *p)
+{
+    return g_strdup_printf("-chardev socket,id=lnk,path=%s,reconnect=1",
+                           p->path);
+}
+
+static void peer_accept(Peer *p)
+{
+    p->fd = accept(p->listen_fd, NULL, NULL);
+    g_assert(p->fd >= 0);
+}
+
+static void peer_close(Peer *p)
+{
+    if (p->fd >= 0) {
+        close(p->fd);
+    }
+    close(p->listen_fd);
+    unlink(p->path);
+    g_free(p->path);
+}
+
+static void peer_write(Peer *p, const void *buf, size_t len)
+{
+    g_assert_cmpint(qemu_write_full(p->fd, buf, len), ==, len);
+}
+
+static void peer_rec(Peer *p, uint8_t type, uint8_t vc, const void *data,
+                     uint32_t len)
+{
+    struct chpp_link_rec rec = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = type, .vc = vc,
+        .len = cpu_to_le32(len),
+    };
+
+    peer_write(p, &rec, sizeof(rec));
+    if (len) {
+        peer_write(p, data, len);
+    }
+}
+
+/* Read exactly @len bytes (bounded wait); false at end of stream. */
+static bool peer_read(Peer *p, void *buf, size_t len)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    size_t got = 0;
+
+    while (got < len) {
+        GPollFD pfd = { .fd = p->fd, .events = G_IO_IN };
+        ssize_t n;
+
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (g_poll(&pfd, 1, 100) <= 0) {
+            continue;
+        }
+        n = read(p->fd, (uint8_t *)buf + got, len - got);
+        if (n <= 0) {
+            return false;
+        }
+        got += n;
+    }
+    return true;
+}
+
+/* The next record's type (its body in @buf), 0 at end of stream. */
+static uint8_t peer_read_rec(Peer *p, void *buf, uint32_t max)
+{
+    struct chpp_link_rec rec;
+    uint32_t len;
+
+    if (!peer_read(p, &rec, sizeof(rec))) {
+        return 0;
+    }
+    g_assert_cmphex(le32_to_cpu(rec.magic), ==, CHPP_LINK_MAGIC);
+    len = le32_to_cpu(rec.len);
+    g_assert_cmpuint(len, <=, max);
+    if (!peer_read(p, buf, len)) {
+        return 0;
+    }
+    return rec.type;
+}
+
+static void peer_hello(Peer *p, uint16_t node, uint32_t credits)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .node_id = cpu_to_le16(node),
+        .credits = { cpu_to_le32(credits), cpu_to_le32(credits) },
+    };
+
+    peer_rec(p, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+}
+
+/* Accept the device's connection and answer its HELLO as node @node. */
+static void peer_handshake(Peer *p, uint16_t node, uint32_t credits)
+{
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+
+    peer_accept(p);
+    g_assert_cmpuint(peer_read_rec(p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_HELLO);
+    peer_hello(p, node, credits);
+}
+
+/* ---- frames as the wire carries them (docs/wire-format.md) ------------ */
+
+typedef struct Frm {
+    uint8_t op;
+    uint8_t flags;
+    uint8_t magic;
+    uint8_t src_vf;
+    uint8_t dst_vf;
+    uint8_t vc;
+    uint16_t src_node;
+    uint16_t dst_node;
+    uint32_t psn;
+    uint32_t src_qpn;
+    uint32_t dst_qpn;
+    uint32_t rkey;
+    uint32_t msg_len;
+    uint32_t len;               /* payload bytes (zeros) */
+    uint64_t va;
+} Frm;
+
+static uint8_t frm_pkt_type(uint8_t op)
+{
+    switch (op) {
+    case CHPP_OP_WRITE:
+    case CHPP_OP_WRITE_IMM:
+    case CHPP_OP_READ_RESP:
+        return CHPP_PKT_PUT;
+    case CHPP_OP_READ_REQ:
+        return CHPP_PKT_GET;
+    case CHPP_OP_ATOMIC_CS:
+    case CHPP_OP_ATOMIC_FA:
+        return CHPP_PKT_ATOMIC;
+    case CHPP_OP_ACK:
+    case CHPP_OP_NAK:
+    case CHPP_OP_ATOMIC_ACK:
+        return CHPP_PKT_ACK;
+    default:
+        return CHPP_PKT_NAP;
+    }
+}
+
+/* The header of figure 6 and the extension, as the device encodes them. */
+static GByteArray *frm_build(const Frm *f)
+{
+    GByteArray *ba = g_byte_array_new();
+    uint8_t h[CHPP_WIRE_HDR_SIZE] = {};
+    uint32_t dws = DIV_ROUND_UP(f->len, 4);
+    uint8_t first_be = f->len ? 0xf : 0, last_be = 0;
+    uint32_t sflag = (f->flags & CHPP_WIRE_F_SOLICITED ? 1 : 0) |
+                     (f->flags & CHPP_WIRE_F_IMM ? 2 : 0) |
+                     (f->flags & CHPP_WIRE_F_ACK_REQ ? 4 : 0) |
+                     (f->flags & CHPP_WIRE_F_LAST ? 8 : 0);
+    struct chpp_wire_ext e = {
+        .version = CHPP_WIRE_EXT_VERSION, .op = f->op, .flags = f->flags,
+        .psn = cpu_to_le32(f->psn), .src_qpn = cpu_to_le32(f->src_qpn),
+        .dst_qpn = cpu_to_le32(f->dst_qpn),
+        .src_node = cpu_to_le16(f->src_node),
+        .dst_node = cpu_to_le16(f->dst_node), .src_vf = f->src_vf,
+        .dst_vf = f->dst_vf, .magic = f->magic, .rkey = cpu_to_le32(f->rkey),
+        .va = cpu_to_le64(f->va), .msg_len = cpu_to_le32(f->msg_len),
+        .payload_len = cpu_to_le32(f->len),
+    };
+    g_autofree uint8_t *zeros = g_malloc0(f->len + 1);
+
+    if (f->len > 4) {
+        last_be = f->len % 4 ? (1u << (f->len % 4)) - 1 : 0xf;
+    } else if (f->len) {
+        first_be = (1u << f->len) - 1;
+    }
+    h[0] = (f->len ? 3 : 1) << 5;
+    h[1] = (f->vc & 0x7) << 4;
+    h[2] = frm_pkt_type(f->op) << 2 | ((dws >> 8) & 0x3);
+    h[3] = dws & 0xff;
+    stw_be_p(h + 4, f->src_vf);
+    h[6] = f->magic;
+    h[7] = last_be << 4 | first_be;
+    stl_be_p(h + 8, (f->src_node & 0xf) << 28 | (f->src_vf & 0x7) << 25 |
+             (f->src_qpn & 0x7) << 22 | (f->dst_node & 0xf) << 18 |
+             (f->dst_vf & 0x7) << 15 | (f->dst_qpn & 0x7) << 12 |
+             sflag << 8 | ((f->va >> 32) & 0xff));
+    stl_be_p(h + 12, (uint32_t)f->va & ~3u);
+    g_byte_array_append(ba, h, sizeof(h));
+    g_byte_array_append(ba, (void *)&e, sizeof(e));
+    g_byte_array_append(ba, zeros, f->len);
+    return ba;
+}
+
+static void peer_frame(Peer *p, const Frm *f)
+{
+    GByteArray *ba = frm_build(f);
+
+    peer_rec(p, CHPP_LINK_FRAME, f->vc, ba->data, ba->len);
+    g_byte_array_unref(ba);
+}
+
+/* A frame from the peer's QP PEER_QPN that the device will decode. */
+static Frm peer_frm(uint8_t op, uint8_t dst_vf, uint32_t dst_qpn,
+                    uint8_t magic, uint32_t psn)
+{
+    return (Frm) {
+        .op = op, .flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST,
+        .magic = magic, .dst_vf = dst_vf, .src_node = PEER,
+        .dst_node = NODE, .psn = psn, .src_qpn = PEER_QPN,
+        .dst_qpn = dst_qpn,
+        .vc = op == CHPP_OP_READ_REQ ? CHPP_VC_GET : CHPP_VC_DATA,
+    };
+}
+
+/* ---- the device's view ------------------------------------------------ */
+
+static QDict *state_get(ChppDev *d, QDict **rsp)
+{
+    *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                     "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    g_assert(qdict_haskey(*rsp, "return"));
+    return qdict_get_qdict(*rsp, "return");
+}
+
+static uint64_t link_state(ChppDev *d, const char *key)
+{
+    QDict *rsp;
+    QDict *link = qdict_get_qdict(state_get(d, &rsp), "link");
+    uint64_t v;
+
+    g_assert(qdict_haskey(link, key));
+    v = qdict_get_int(link, key);
+    qobject_unref(rsp);
+    return v;
+}
+
+static bool link_state_up(ChppDev *d)
+{
+    QDict *rsp;
+    bool up = qdict_get_bool(qdict_get_qdict(state_get(d, &rsp), "link"),
+                             "up");
+
+    qobject_unref(rsp);
+    return up;
+}
+
+/* A counter by name, from QOM: readable whatever the BARs are. */
+static uint64_t state_counter(ChppDev *d, const char *name)
+{
+    QDict *rsp;
+    QDict *cnt = qdict_get_qdict(state_get(d, &rsp), "counters");
+    uint64_t v;
+
+    g_assert(qdict_haskey(cnt, name));
+    v = qdict_get_int(cnt, name);
+    qobject_unref(rsp);
+    return v;
+}
+
+static bool link_up(ChppDev *d)
+{
+    return chpp_rd(d, CHPP_REG_LINK) & CHPP_LINK_UP;
+}
+
+static void wait_link(ChppDev *d, bool up)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (link_up(d) != up) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+/* Wait (bounded) until the link's state @key reads @want. */
+static void wait_link_state(ChppDev *d, const char *key, uint64_t want)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint64_t v;
+
+    while ((v = link_state(d, key)) != want) {
+        if (g_get_monotonic_time() > end) {
+            g_test_message("link.%s = %" PRIu64 ", expected %" PRIu64, key,
+                           v, want);
+            g_assert_cmpuint(v, ==, want);
+        }
+        g_usleep(1000);
+    }
+}
+
+/* ---- 7: frames a VF had queued return their credits ------------------- */
+
+static void vf_flr(ChppDev *vf)
+{
+    uint16_t devctl = qpci_config_readw(vf->pdev,
+                                        CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL);
+
+    qpci_config_writew(vf->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
+                       devctl | PCI_EXP_DEVCTL_BCR_FLR);
+}
+
+/* @n frames for VF 1, waiting in its queue: its engine has not run. */
+static void queue_for_vf(Peer *p, ChppPf *pf, uint32_t n)
+{
+    Frm f = peer_frm(CHPP_OP_SEND, 1, 0, 0x44, QP_PSN);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        peer_frame(p, &f);
+    }
+    wait_link_state(pf->d, "rx-queued-vc0", n);
+}
+
+/*
+ * The PF counts the peer's frames every function holds against the
+ * credits it granted.  A VF that goes away (VF Enable cleared, FLR, a
+ * reset of the PF) must give its frames' credits back, or the PF drops
+ * every frame of the peer once enough have leaked.  Engines run only
+ * when the clock is stepped, so the frames wait in VF 1's queue.
+ */
+static void test_vf_teardown_returns_credits(void)
+{
+    g_autofree char *chr = NULL;
+    Peer p;
+    ChppPf *pf;
+    uint32_t i, n = CHPP_LINK_CREDITS / 2;
+
+    peer_listen(&p, "vf-credits");
+    chr = peer_chardev(&p);
+    pf = chpp_pf_start("id=hca,node-id=1,chardev=lnk,"
+                       "engine-delay-ns=1000000", chr);
+    peer_handshake(&p, PEER, 64);
+    wait_link(pf->d, true);
+
+    /* VF Enable cleared: the VF is unrealized with its queue. */
+    chpp_pf_vfs_set(pf, 1);
+    queue_for_vf(&p, pf, n);
+    chpp_pf_vfs_set(pf, 0);
+    g_assert_cmpuint(link_state(pf->d, "rx-queued-vc0"), ==, 0);
+
+    /* FLR of the VF. */
+    chpp_pf_vfs_set(pf, 1);
+    queue_for_vf(&p, pf, n);
+    vf_flr(pf->vf[1]);
+    g_assert_cmpuint(link_state(pf->d, "rx-queued-vc0"), ==, 0);
+
+    /* A reset of the PF, which takes the VFs away. */
+    queue_for_vf(&p, pf, n);
+    qtest_qmp_assert_success(pf->d->qts, "{'execute': 'system_reset'}");
+    wait_link_state(pf->d, "rx-queued-vc0", 0);
+    g_assert(link_state_up(pf->d));
+
+    /*
+     * The grant is whole again: a window of frames for the PF is taken
+     * (the reset unmapped the BARs: counters are read from QOM).
+     */
+    for (i = 0; i < CHPP_LINK_CREDITS; i++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 0, 0x44, QP_PSN);
+
+        peer_frame(&p, &f);
+    }
+    wait_link_state(pf->d, "rx-queued-vc0", CHPP_LINK_CREDITS);
+    g_assert_cmpuint(state_counter(pf->d, "link-credit-errors"), ==, 0);
+    peer_close(&p);
+    chpp_pf_stop(pf);
+}
+
+int main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (!qtest_has_machine("q35")) {
+        return 1;
+    }
+    tmpdir = g_dir_make_tmp("chpp-hostile-XXXXXX", NULL);
+    g_assert(tmpdir);
+    qtest_add_func("/chpp-hca/link-hostile/vf-teardown-returns-credits",
+                   test_vf_teardown_returns_credits);
+    ret = g_test_run();
+    rmdir(tmpdir);
+    g_free(tmpdir);
+    return ret;
+}
