@@ -250,6 +250,9 @@ void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         chpp_count(s, CHPP_CNT_MAGIC_DROPS);
         trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "QP magic mismatch");
+        if (pkt->from_link) {
+            chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
+        }
         return;
     }
     switch (pkt->op) {

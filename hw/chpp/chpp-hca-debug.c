@@ -47,6 +47,8 @@ const char *const chpp_counter_names[CHPP_CNT_NUM] = {
     [CHPP_CNT_FAULT_DUPS] = "fault-dups",
     [CHPP_CNT_FAULT_DELAYS] = "fault-delays",
     [CHPP_CNT_DMA_REFUSED] = "dma-refused",
+    [CHPP_CNT_LINK_SPOOFED] = "link-spoofed",
+    [CHPP_CNT_LINK_MAGIC_CUTS] = "link-magic-cuts",
 };
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);

@@ -64,6 +64,7 @@ typedef struct ChppPkt {
     uint8_t *payload;           /* len bytes, owned by the packet */
     uint8_t *frame;             /* chpp_wire_payload(): frame being built */
     GByteArray *keep;           /* received frame holding the payload */
+    bool from_link;             /* came from the peer, not loopback */
 } ChppPkt;
 
 /* A parsed, validated send WQE. */

@@ -446,10 +446,20 @@ static void chpp_link_credit(ChppHcaState *s, uint8_t vc, const uint8_t *p,
     }
 }
 
+/* A frame within the credits, dropped: its credit goes back all the same. */
+static void chpp_link_frame_drop(ChppHcaState *s, uint8_t vc, const char *why)
+{
+    chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+    trace_chpp_hca_link_bad(why);
+    s->link.queued[vc]++;
+    chpp_link_consumed(s, vc);
+}
+
 static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
                             uint32_t len)
 {
     ChppLink *l = &s->link;
+    const uint8_t *ext = p + CHPP_WIRE_HDR_SIZE;
     ChppHcaState *to = s;
     ChppPkt *pkt;
 
@@ -463,11 +473,23 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
     chpp_count(s, CHPP_CNT_LINK_RX_FRAMES);
     /* DST-VF picks the function; a short frame goes to the PF's decoder. */
     if (len >= CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext)) {
-        to = chpp_function(s, p[CHPP_WIRE_HDR_SIZE +
-                                offsetof(struct chpp_wire_ext, dst_vf)]);
+        /*
+         * The wire carries only the peer's traffic for this node: a frame
+         * claiming another source could reach this node's own (loopback)
+         * connections.  The decoder checks the header agrees.
+         */
+        if (lduw_le_p(ext + offsetof(struct chpp_wire_ext, src_node)) !=
+            l->peer_node ||
+            lduw_le_p(ext + offsetof(struct chpp_wire_ext, dst_node)) !=
+            s->params.node_id) {
+            chpp_count(s, CHPP_CNT_LINK_SPOOFED);
+            chpp_link_frame_drop(s, vc, "frame not from the peer's node "
+                                 "or not for this node");
+            return;
+        }
+        to = chpp_function(s, ext[offsetof(struct chpp_wire_ext, dst_vf)]);
         if (!to) {
-            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_link_bad("frame for a missing function");
+            chpp_link_frame_drop(s, vc, "frame for a missing function");
             return;
         }
     }
@@ -479,8 +501,41 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
         chpp_link_consumed(s, vc);      /* dropped and counted */
         return;
     }
+    pkt->from_link = true;
     g_queue_push_tail(to->link_rx[vc], pkt);
     chpp_engine_kick(to);
+}
+
+/*
+ * A stale peer QP retransmitting to a QP created again repeats one wrong
+ * magic; a peer guessing magics (8 bits) tries new ones.  So a miss counts
+ * as a guess only if its function, QP or magic differs from the last
+ * miss, and CHPP_LINK_MAGIC_GUESS_MAX guesses within one window cut the
+ * connection.  The window outlives connections: reconnecting buys no more
+ * guesses.
+ */
+void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic)
+{
+    ChppHcaState *pf = chpp_pf(s);
+    ChppLink *l = &pf->link;
+    uint64_t key = (uint64_t)s->func << 40 | (uint64_t)qpn << 8 | magic;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!l->up || key == l->magic_last) {
+        return;
+    }
+    l->magic_last = key;
+    if (now - l->magic_window >= CHPP_LINK_MAGIC_WINDOW_MS * SCALE_MS) {
+        l->magic_window = now;
+        l->magic_guesses = 0;
+    }
+    if (++l->magic_guesses < CHPP_LINK_MAGIC_GUESS_MAX) {
+        return;
+    }
+    l->magic_guesses = 0;
+    chpp_count(pf, CHPP_CNT_LINK_MAGIC_CUTS);
+    trace_chpp_hca_link_cut("the peer guesses QP magics");
+    qemu_chr_fe_disconnect(&l->chr);
 }
 
 void chpp_link_consumed(ChppHcaState *s, uint8_t vc)

@@ -478,6 +478,9 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
     if (pkt->magic != qp->magic) {
         chpp_count(s, CHPP_CNT_MAGIC_DROPS);
         chpp_resp_drop(s, pkt, "QP magic mismatch");
+        if (pkt->from_link) {
+            chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
+        }
         return;
     }
     if (!chpp_resp_op_ok(qp->type, pkt->op)) {

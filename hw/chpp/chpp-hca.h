@@ -240,6 +240,10 @@ typedef struct ChppLink {
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
     uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
+    /* QP magic misses of the peer (chpp_link_magic_miss), any connection */
+    uint64_t magic_last;        /* function, QP and magic of the last */
+    int64_t magic_window;       /* start of the window, virtual ns */
+    uint32_t magic_guesses;     /* new misses in the window */
     uint8_t *rx;                /* one record being reassembled/bounced */
     uint32_t rx_len;
     /* Fault injection (QOM properties, settable at run time) */
@@ -508,6 +512,8 @@ bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame);
 /* The engine consumed a frame of @vc that came from the link. */
 void chpp_link_consumed(ChppHcaState *s, uint8_t vc);
+/* A frame from the link for QP @qpn of @s carried the wrong @magic. */
+void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic);
 uint32_t chpp_link_status(ChppHcaState *s);
 
 /* chpp-hca-port.c */

@@ -22,6 +22,8 @@
 #define QP_PSN      0x500       /* rq_psn/sq_psn of chpp_node_connect() */
 
 static char *tmpdir;
+/* Extra device properties: ",link-thread=off" for QEMU's chardev path. */
+static const char *node_props = "";
 
 /* ---- the peer's socket ------------------------------------------------ */
 
@@ -125,6 +127,17 @@ static uint8_t peer_read_rec(Peer *p, void *buf, uint32_t max)
         return 0;
     }
     return rec.type;
+}
+
+/* True once the device closed the connection (bounded wait). */
+static bool peer_sees_eof(Peer *p)
+{
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+
+    while (peer_read_rec(p, buf, sizeof(buf))) {
+        /* skip what the device wrote before it cut */
+    }
+    return true;
 }
 
 static void peer_hello(Peer *p, uint16_t node, uint32_t credits)
@@ -333,6 +346,21 @@ static void wait_link_state(ChppDev *d, const char *key, uint64_t want)
     }
 }
 
+/* Wait (bounded) until counter @c of @d reaches @at_least. */
+static uint32_t wait_counter(ChppDev *d, int c, uint32_t at_least)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t v;
+
+    while ((v = chpp_counter(d, c)) < at_least) {
+        if (g_get_monotonic_time() > end) {
+            g_assert_cmpuint(v, >=, at_least);
+        }
+        g_usleep(1000);
+    }
+    return v;
+}
+
 /* ---- 7: frames a VF had queued return their credits ------------------- */
 
 static void vf_flr(ChppDev *vf)
@@ -410,6 +438,173 @@ static void test_vf_teardown_returns_credits(void)
     chpp_pf_stop(pf);
 }
 
+/* ---- 4: the peer cannot pose as another node -------------------------- */
+
+/* Node NODE (EQ, CQs 0 and 1, port up) linked to this program. */
+static ChppDev *node_start(Peer *p, const char *name, const char *props,
+                           ChppNode *n, uint32_t peer_credits)
+{
+    g_autofree char *chr = NULL;
+    g_autofree char *all = g_strdup_printf("id=hca,node-id=%u,chardev=lnk%s%s",
+                                           NODE, props, node_props);
+    ChppDev *d;
+
+    peer_listen(p, name);
+    chr = peer_chardev(p);
+    d = chpp_start(all, chr);
+    chpp_node_setup(n, d, NODE, 0);
+    peer_handshake(p, PEER, peer_credits);
+    wait_link(d, true);
+    return d;
+}
+
+/* Post one receive of 4 KiB on @n's QP. */
+static void node_recv(ChppNode *n, uint64_t wr_id)
+{
+    uint64_t buf = guest_alloc(&n->d->qs->alloc, 4096);
+    ChppTSge sge = {
+        buf, 4096, chpp_create_mr(n->d, n->next_mr++, CHPP_NODE_PD, buf,
+                                  4096, CHPP_MPT_LOCAL_WRITE),
+    };
+
+    chpp_post_recvs(n->d, &n->qp, wr_id, &sge, 1, 1);
+}
+
+/* Every frame sent so far was read and processed. */
+static void wait_processed(ChppDev *d, uint32_t frames)
+{
+    wait_counter(d, CHPP_CNT_LINK_RX_FRAMES, frames);
+    wait_link_state(d, "rx-queued-vc0", 0);
+    wait_link_state(d, "rx-queued-vc1", 0);
+}
+
+/*
+ * QPs 0 and 1 of the node are connected to each other (loopback).  The
+ * peer sends SENDs to QP 1 that claim to come from QP 0 of this node,
+ * with each of the 256 magics: before the fix one matched, and its
+ * message completed in QP 1's receive queue.  Frames from the wire must
+ * carry the node the peer announced, and be for this node.
+ */
+static void test_spoofed_source(void)
+{
+    Peer p;
+    ChppNode a, b;
+    ChppDev *d = node_start(&p, "spoof", "", &a, 64);
+    struct chpp_cqe cqe;
+    uint32_t m, sent = 0;
+
+    b = a;
+    chpp_node_qp(&a, 0, 0x10, 6, 9);
+    chpp_node_qp(&b, 1, 0x21, 6, 9);
+    chpp_node_connect(&a, &b, 14, 7);
+    chpp_node_connect(&b, &a, 14, 7);
+    node_recv(&b, 0x77);
+    for (m = 0; m < 256; m++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 1, m, QP_PSN);
+
+        f.src_node = NODE;
+        f.src_qpn = 0;
+        f.flags |= CHPP_WIRE_F_ACK_REQ;
+        f.len = 8;
+        f.msg_len = 8;
+        peer_frame(&p, &f);
+        /* Paced within the credits granted. */
+        if (++sent % 32 == 0) {
+            wait_processed(d, sent);
+        }
+    }
+    /* From the peer's node, but for another node. */
+    for (m = 0; m < 4; m++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 1, 0x21, QP_PSN);
+
+        f.dst_node = 7;
+        peer_frame(&p, &f);
+        sent++;
+    }
+    wait_processed(d, sent);
+    /* Nothing reached QP 1, nor QP 0 (the ACKs it would have had). */
+    g_assert_false(chpp_cqe_valid(d, &b.cq[1], &cqe));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_CQES), ==, 0);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_SPOOFED), ==, 260);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_MAGIC_DROPS), ==, 0);
+    /* Dropped within the credits: the grant is returned, no credit error. */
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_CREDIT_ERRORS), ==, 0);
+    g_assert(link_up(d));
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/*
+ * QP 2 is connected to the peer's QP PEER_QPN.  A stale peer QP repeats
+ * one wrong magic, which is dropped and counted; a peer trying new magics
+ * is cut after CHPP_LINK_MAGIC_GUESS_MAX of them within the window
+ * (virtual time: it only moves when this test steps it).
+ */
+static void test_magic_guessing(void)
+{
+    Peer p;
+    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppDev *d = node_start(&p, "magic", "", &a, 64);
+    uint32_t i, sent = 0;
+
+    chpp_node_qp(&a, 2, 0x33, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+
+    /* The same wrong magic again and again: not a guess. */
+    for (i = 0; i < 3 * CHPP_LINK_MAGIC_GUESS_MAX; i++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x32, QP_PSN);
+
+        peer_frame(&p, &f);
+        sent++;
+    }
+    wait_processed(d, sent);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_MAGIC_DROPS), ==, sent);
+    g_assert(link_up(d));
+
+    /* New magics, but fewer than the bound per window. */
+    for (i = 0; i < CHPP_LINK_MAGIC_GUESS_MAX - 2; i++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x40 + i, QP_PSN);
+
+        peer_frame(&p, &f);
+        sent++;
+    }
+    wait_processed(d, sent);
+    g_assert(link_up(d));
+    qtest_clock_step(d->qts, CHPP_LINK_MAGIC_WINDOW_MS * 1000000ll);
+    for (i = 0; i < CHPP_LINK_MAGIC_GUESS_MAX - 2; i++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x80 + i, QP_PSN);
+
+        peer_frame(&p, &f);
+        sent++;
+    }
+    wait_processed(d, sent);
+    g_assert(link_up(d));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_MAGIC_CUTS), ==, 0);
+
+    /* A run of guesses within one window cuts the connection. */
+    for (i = 0; i < 2 * CHPP_LINK_MAGIC_GUESS_MAX; i++) {
+        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0xc0 + i, QP_PSN);
+
+        peer_frame(&p, &f);
+    }
+    g_assert(peer_sees_eof(&p));
+    wait_link(d, false);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_MAGIC_CUTS), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_MAGIC_DROPS), <=,
+                     sent + CHPP_LINK_MAGIC_GUESS_MAX);
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/* The same through QEMU's chardev read path instead of the reader thread. */
+static void test_chardev_path(gconstpointer test)
+{
+    node_props = ",link-thread=off";
+    ((GTestFunc)test)();
+    node_props = "";
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -422,6 +617,14 @@ int main(int argc, char **argv)
     g_assert(tmpdir);
     qtest_add_func("/chpp-hca/link-hostile/vf-teardown-returns-credits",
                    test_vf_teardown_returns_credits);
+    qtest_add_func("/chpp-hca/link-hostile/spoofed-source",
+                   test_spoofed_source);
+    qtest_add_func("/chpp-hca/link-hostile/magic-guessing",
+                   test_magic_guessing);
+    qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
+                        test_spoofed_source, test_chardev_path);
+    qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
+                        test_magic_guessing, test_chardev_path);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);

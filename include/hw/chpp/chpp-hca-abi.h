@@ -24,7 +24,7 @@
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      3
+#define CHPP_ABI_VERSION_MINOR      4
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -168,7 +168,12 @@ enum chpp_counter {
     CHPP_CNT_FAULT_CORRUPTS,    /* frames corrupted by fault injection */
     CHPP_CNT_FAULT_DUPS,        /* frames duplicated by fault injection */
     CHPP_CNT_FAULT_DELAYS,      /* frames delayed by fault injection */
+    /* ABI 1.4 */
     CHPP_CNT_DMA_REFUSED,       /* DMA/MSI-X to non-RAM targets refused */
+    /* the link's defences against a hostile peer */
+    CHPP_CNT_LINK_SPOOFED,      /* frames not from the peer's node or not
+                                   for this node, dropped */
+    CHPP_CNT_LINK_MAGIC_CUTS,   /* connections cut: QP magics guessed */
     CHPP_CNT_NUM
 };
 
@@ -1028,6 +1033,12 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
 #define CHPP_LINK_VERSION_MAJOR     1
 #define CHPP_LINK_VERSION_MINOR     0
 #define CHPP_LINK_CREDITS           256         /* frames per VC granted */
+/*
+ * What this device tolerates from a peer (docs/link.md, "Memory bounds"
+ * and "A hostile peer"); policy, not wire format.
+ */
+#define CHPP_LINK_MAGIC_GUESS_MAX   16  /* new wrong QP magics per window */
+#define CHPP_LINK_MAGIC_WINDOW_MS   1000        /* virtual time */
 
 enum chpp_link_rec_type {
     CHPP_LINK_HELLO     = 1,
