@@ -49,6 +49,8 @@ const char *const chpp_counter_names[CHPP_CNT_NUM] = {
     [CHPP_CNT_DMA_REFUSED] = "dma-refused",
     [CHPP_CNT_LINK_SPOOFED] = "link-spoofed",
     [CHPP_CNT_LINK_MAGIC_CUTS] = "link-magic-cuts",
+    [CHPP_CNT_LINK_RX_PAUSES] = "link-rx-pauses",
+    [CHPP_CNT_LINK_OUTQ_FULL] = "link-outq-full",
 };
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);
@@ -313,6 +315,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "out-queue-records", s->link.outq ?
            g_queue_get_length(s->link.outq) : 0);
     sv_u64(&sv, "out-queue-bytes", s->link.out_bytes);
+    sv_bool(&sv, "rx-paused", s->link.rx_paused);
     sv_end(&sv);
 
     sv_list(&sv, "ports");

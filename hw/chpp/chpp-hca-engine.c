@@ -288,7 +288,7 @@ static bool chpp_engine_pending(ChppHcaState *s)
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         if (!g_queue_is_empty(s->wire_rx[vc]) ||
-            !g_queue_is_empty(s->link_rx[vc])) {
+            (!g_queue_is_empty(s->link_rx[vc]) && chpp_link_rx_ready(s))) {
             return true;
         }
     }

@@ -57,6 +57,7 @@ uint32_t chpp_link_status(ChppHcaState *s)
 static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
                                    void *opaque);
 static void chpp_link_fd_writable(void *opaque);
+static void chpp_link_move(ChppHcaState *s);
 
 /* Records written per system call at most. */
 #define CHPP_LINK_IOV 64
@@ -127,6 +128,8 @@ static void chpp_link_flush(ChppHcaState *s)
             break;
         }
         chpp_link_written(l, n);
+        /* Room in the write queue: what waited for it follows. */
+        chpp_link_move(s);
     }
     if (g_queue_is_empty(l->outq)) {
         return;
@@ -210,11 +213,62 @@ static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
     chpp_link_out(s, type, vc, buf);
 }
 
+/* Frames waiting to be sent: the backlog, and those fault-delayed. */
+static uint32_t chpp_link_waiting(ChppLink *l)
+{
+    return g_queue_get_length(l->backlog[0]) +
+           g_queue_get_length(l->backlog[1]) + g_queue_get_length(l->delayed);
+}
+
+bool chpp_link_rx_ready(ChppHcaState *s)
+{
+    return !chpp_pf(s)->link.rx_paused;
+}
+
+/* The backlog went down by half: functions take the peer's frames again. */
+static void chpp_link_rx_resume(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    unsigned fn;
+
+    if (!l->rx_paused || chpp_link_waiting(l) > CHPP_LINK_BACKLOG_MAX / 2) {
+        return;
+    }
+    l->rx_paused = false;
+    trace_chpp_hca_link_rx_pause(false, chpp_link_waiting(l));
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(s, fn);
+
+        if (f && (!g_queue_is_empty(f->link_rx[0]) ||
+                  !g_queue_is_empty(f->link_rx[1]))) {
+            chpp_engine_kick(f);
+        }
+    }
+}
+
+/* Return the credits owed, unless the write queue has no room for it. */
+static void chpp_link_give_credits(ChppHcaState *s, uint8_t vc)
+{
+    ChppLink *l = &s->link;
+    struct chpp_link_credit c = { .count = cpu_to_le32(l->owed[vc]) };
+
+    /* In batches, to keep CREDIT records rare. */
+    if (l->owed[vc] < CHPP_LINK_CREDITS / 4 ||
+        l->out_bytes >= CHPP_LINK_OUTQ_MAX) {
+        return;
+    }
+    l->owed[vc] = 0;
+    chpp_link_put(s, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+}
+
 /*
- * Move frames whose channel has credits from the backlog to the stream.
- * Frames carry room for their record header: they are written as they are.
+ * Move frames whose channel has credits from the backlog to the write
+ * queue, while it holds less than CHPP_LINK_OUTQ_MAX: a peer that does not
+ * read leaves them in the backlog, where they count against the senders'
+ * bound.  Frames carry room for their record header: they are written as
+ * they are.
  */
-static void chpp_link_pump(ChppHcaState *s)
+static void chpp_link_move(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
     unsigned vc;
@@ -222,20 +276,53 @@ static void chpp_link_pump(ChppHcaState *s)
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *frame;
 
-        while (l->credits[vc] && (frame = g_queue_pop_head(l->backlog[vc]))) {
+        chpp_link_give_credits(s, vc);
+        while (l->credits[vc] && !g_queue_is_empty(l->backlog[vc])) {
+            if (l->out_bytes >= CHPP_LINK_OUTQ_MAX) {
+                if (!l->outq_full) {
+                    l->outq_full = true;
+                    chpp_count(s, CHPP_CNT_LINK_OUTQ_FULL);
+                    trace_chpp_hca_link_outq_full(l->out_bytes);
+                }
+                break;
+            }
+            frame = g_queue_pop_head(l->backlog[vc]);
             chpp_wire_dequeued(s);
             l->credits[vc]--;
             chpp_link_out(s, CHPP_LINK_FRAME, vc, frame);
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
         }
     }
+    if (l->out_bytes < CHPP_LINK_OUTQ_MAX) {
+        l->outq_full = false;
+    }
+    chpp_link_rx_resume(s);
+}
+
+static void chpp_link_pump(ChppHcaState *s)
+{
+    chpp_link_move(s);
     chpp_link_flush_later(s);
 }
 
+/*
+ * Requests wait for room below CHPP_TX_QUEUE_MAX frames (chpp_wire_room),
+ * but answers (ACK, NAK, atomic ACK) are sent for every request received:
+ * a peer that grants no credits and repeats requests would grow the
+ * backlog without end.  At CHPP_LINK_BACKLOG_MAX frames waiting, functions
+ * stop taking the peer's frames, which then wait within the grant.
+ */
 static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
 {
-    g_queue_push_tail(s->link.backlog[vc], frame);
+    ChppLink *l = &s->link;
+
+    g_queue_push_tail(l->backlog[vc], frame);
     s->tx_queued++;
+    if (!l->rx_paused && chpp_link_waiting(l) >= CHPP_LINK_BACKLOG_MAX) {
+        l->rx_paused = true;
+        chpp_count(s, CHPP_CNT_LINK_RX_PAUSES);
+        trace_chpp_hca_link_rx_pause(true, chpp_link_waiting(l));
+    }
     chpp_link_pump(s);
 }
 
@@ -548,12 +635,9 @@ void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
     if (!l->up) {
         return;
     }
-    /* Return credits in batches to keep CREDIT records rare. */
-    if (++l->owed[vc] >= CHPP_LINK_CREDITS / 4) {
-        struct chpp_link_credit c = { .count = cpu_to_le32(l->owed[vc]) };
-
-        l->owed[vc] = 0;
-        chpp_link_put(s, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+    l->owed[vc]++;
+    if (l->owed[vc] >= CHPP_LINK_CREDITS / 4) {
+        chpp_link_give_credits(s, vc);
         chpp_link_flush_later(s);
     }
 }
@@ -748,6 +832,8 @@ static void chpp_link_drop_queues(ChppHcaState *s)
     }
     timer_del(l->delay_timer);
     chpp_link_out_drop(l);
+    l->rx_paused = false;
+    l->outq_full = false;
     if (l->watch) {
         g_source_remove(l->watch);
         l->watch = 0;

@@ -307,7 +307,7 @@ ChppPkt *chpp_wire_next(ChppHcaState *s)
                 g_byte_array_unref(ba);
             }
         }
-        if (!pkt) {
+        if (!pkt && chpp_link_rx_ready(s)) {
             pkt = g_queue_pop_head(s->link_rx[vc]);
             if (pkt) {
                 chpp_link_consumed(chpp_pf(s), vc);

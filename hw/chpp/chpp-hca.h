@@ -240,6 +240,8 @@ typedef struct ChppLink {
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
     uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
+    bool rx_paused;             /* backlog full: link_rx is not served */
+    bool outq_full;             /* outq reached CHPP_LINK_OUTQ_MAX */
     /* QP magic misses of the peer (chpp_link_magic_miss), any connection */
     uint64_t magic_last;        /* function, QP and magic of the last */
     int64_t magic_window;       /* start of the window, virtual ns */
@@ -512,6 +514,8 @@ bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame);
 /* The engine consumed a frame of @vc that came from the link. */
 void chpp_link_consumed(ChppHcaState *s, uint8_t vc);
+/* May functions take the peer's frames (false: back-pressure)? */
+bool chpp_link_rx_ready(ChppHcaState *s);
 /* A frame from the link for QP @qpn of @s carried the wrong @magic. */
 void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic);
 uint32_t chpp_link_status(ChppHcaState *s);

@@ -151,6 +151,13 @@ static void peer_hello(Peer *p, uint16_t node, uint32_t credits)
     peer_rec(p, CHPP_LINK_HELLO, 0, &h, sizeof(h));
 }
 
+static void peer_credit(Peer *p, uint8_t vc, uint32_t count)
+{
+    struct chpp_link_credit c = { .count = cpu_to_le32(count) };
+
+    peer_rec(p, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+}
+
 /* Accept the device's connection and answer its HELLO as node @node. */
 static void peer_handshake(Peer *p, uint16_t node, uint32_t credits)
 {
@@ -597,6 +604,147 @@ static void test_magic_guessing(void)
     chpp_stop(d);
 }
 
+/* ---- 3: every queue of the link is bounded ---------------------------- */
+
+/* The largest record the device writes. */
+#define REC_MAX     (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
+
+/* Read and discard what the device wrote, for up to @ms. */
+static size_t peer_drain(Peer *p, int ms)
+{
+    static uint8_t buf[1 << 20];
+    GPollFD pfd = { .fd = p->fd, .events = G_IO_IN };
+    size_t total = 0;
+    ssize_t n;
+
+    while (g_poll(&pfd, 1, ms) > 0 &&
+           (n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+        total += n;
+    }
+    return total;
+}
+
+/* Drain the socket until the device has nothing left to write. */
+static void peer_drain_all(Peer *p, ChppDev *d)
+{
+    int64_t end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    while (link_state(d, "out-queue-bytes") ||
+           link_state(d, "backlog-vc0") || link_state(d, "backlog-vc1") ||
+           link_state(d, "rx-queued-vc0") || link_state(d, "rx-queued-vc1")) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        peer_drain(p, 10);
+    }
+}
+
+/*
+ * (a) The peer grants no credits and repeats an RC request that asks for
+ * an ACK: every duplicate is answered, and the answers wait for credits.
+ * Before the fix they piled up without end.  At CHPP_LINK_BACKLOG_MAX
+ * waiting frames the device stops taking the peer's frames (back-pressure):
+ * they wait within the grant, and what the peer sends beyond it is dropped.
+ */
+static void test_zero_credit_duplicates(void)
+{
+    Peer p;
+    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppDev *d = node_start(&p, "zero-credit", "", &a, 0);
+    uint32_t sent = 0, total = CHPP_LINK_BACKLOG_MAX + 2 * CHPP_LINK_CREDITS;
+
+    chpp_node_qp(&a, 2, 0x33, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+    while (sent < total) {
+        Frm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
+        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        uint32_t i;
+
+        f.flags |= CHPP_WIRE_F_ACK_REQ;
+        for (i = 0; i < 64; i++) {
+            peer_frame(&p, &f);
+        }
+        sent += 64;
+        /* Read, then processed or held back. */
+        while (chpp_counter(d, CHPP_CNT_LINK_RX_FRAMES) +
+               chpp_counter(d, CHPP_CNT_LINK_CREDIT_ERRORS) < sent ||
+               (link_state(d, "rx-queued-vc0") &&
+                link_state(d, "backlog-vc0") < CHPP_LINK_BACKLOG_MAX)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(1000);
+        }
+    }
+    g_assert_cmpuint(link_state(d, "backlog-vc0"), <=, CHPP_LINK_BACKLOG_MAX);
+    g_assert_cmpuint(link_state(d, "rx-queued-vc0"), <=, CHPP_LINK_CREDITS);
+    g_assert_cmpuint(link_state(d, "out-queue-bytes"), <=,
+                     CHPP_LINK_OUTQ_MAX + REC_MAX);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_RX_PAUSES), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_CREDIT_ERRORS), >, 0);
+    g_assert(link_up(d));
+
+    /* Credits at last: the answers leave, the held frames are answered. */
+    peer_credit(&p, 0, 4096);
+    peer_drain_all(&p, d);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_TX_FRAMES), ==,
+                     chpp_counter(d, CHPP_CNT_LINK_RX_FRAMES));
+    g_assert(link_up(d));
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/*
+ * (b) The peer grants credits but never reads its socket, and asks for the
+ * same 1 MiB GET again and again (each duplicate is answered anew).
+ * Before the fix every answer went to the write queue (8 MiB here).  It
+ * holds CHPP_LINK_OUTQ_MAX bytes; beyond that frames wait in the backlog,
+ * the senders pause, and the credits owed to the peer are held back.
+ */
+static void test_peer_never_reads(void)
+{
+    Peer p;
+    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppDev *d = node_start(&p, "never-reads", "", &a, 4096);
+    uint32_t len = 1 << 20, i, n = 8;
+    uint64_t buf = guest_alloc(&d->qs->alloc, len);
+    uint32_t rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, buf, len,
+                                   CHPP_MPT_REMOTE_READ);
+
+    chpp_node_qp(&a, 2, 0x33, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+    for (i = 0; i < n; i++) {
+        Frm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
+
+        f.va = buf;
+        f.rkey = rkey;
+        f.msg_len = len;
+        peer_frame(&p, &f);
+    }
+    wait_counter(d, CHPP_CNT_LINK_RX_FRAMES, n);
+    wait_link_state(d, "rx-queued-vc1", 0);
+    g_assert_cmpuint(link_state(d, "out-queue-bytes"), <=,
+                     CHPP_LINK_OUTQ_MAX + REC_MAX);
+    g_assert_cmpuint(link_state(d, "backlog-vc0"), <=, CHPP_LINK_BACKLOG_MAX);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_OUTQ_FULL), >=, 1);
+
+    /* Frames to consume but no room to say so: the credits wait. */
+    for (i = 0; i < 3 * CHPP_LINK_CREDITS / 4; i++) {
+        Frm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
+
+        peer_frame(&p, &f);
+    }
+    wait_counter(d, CHPP_CNT_LINK_RX_FRAMES, n + 3 * CHPP_LINK_CREDITS / 4);
+    wait_link_state(d, "rx-queued-vc0", 0);
+    g_assert_cmpuint(link_state(d, "owed-vc0"), ==,
+                     3 * CHPP_LINK_CREDITS / 4);
+    g_assert_cmpuint(link_state(d, "out-queue-bytes"), <=,
+                     CHPP_LINK_OUTQ_MAX + REC_MAX);
+
+    /* The peer reads at last: everything leaves, the credits too. */
+    peer_drain_all(&p, d);
+    g_assert_cmpuint(link_state(d, "owed-vc0"), <, CHPP_LINK_CREDITS / 4);
+    g_assert(link_up(d));
+    peer_close(&p);
+    chpp_stop(d);
+}
+
 /* The same through QEMU's chardev read path instead of the reader thread. */
 static void test_chardev_path(gconstpointer test)
 {
@@ -621,10 +769,19 @@ int main(int argc, char **argv)
                    test_spoofed_source);
     qtest_add_func("/chpp-hca/link-hostile/magic-guessing",
                    test_magic_guessing);
+    qtest_add_func("/chpp-hca/link-hostile/zero-credit-duplicates",
+                   test_zero_credit_duplicates);
+    qtest_add_func("/chpp-hca/link-hostile/peer-never-reads",
+                   test_peer_never_reads);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
                         test_magic_guessing, test_chardev_path);
+    qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/"
+                        "zero-credit-duplicates",
+                        test_zero_credit_duplicates, test_chardev_path);
+    qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/peer-never-reads",
+                        test_peer_never_reads, test_chardev_path);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);

@@ -174,6 +174,8 @@ enum chpp_counter {
     CHPP_CNT_LINK_SPOOFED,      /* frames not from the peer's node or not
                                    for this node, dropped */
     CHPP_CNT_LINK_MAGIC_CUTS,   /* connections cut: QP magics guessed */
+    CHPP_CNT_LINK_RX_PAUSES,    /* backlog full: peer's frames held back */
+    CHPP_CNT_LINK_OUTQ_FULL,    /* write queue full: frames, credits wait */
     CHPP_CNT_NUM
 };
 
@@ -1037,6 +1039,8 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
  * What this device tolerates from a peer (docs/link.md, "Memory bounds"
  * and "A hostile peer"); policy, not wire format.
  */
+#define CHPP_LINK_BACKLOG_MAX       1024        /* frames waiting, all VCs */
+#define CHPP_LINK_OUTQ_MAX          (1u << 20)  /* bytes waiting to be written */
 #define CHPP_LINK_MAGIC_GUESS_MAX   16  /* new wrong QP magics per window */
 #define CHPP_LINK_MAGIC_WINDOW_MS   1000        /* virtual time */
 
