@@ -455,18 +455,96 @@ static void chpp_link_send_hello(ChppHcaState *s)
     chpp_link_flush(s);
 }
 
+/* The connection is of no more use: cut it, parse nothing more of it. */
+static void chpp_link_cut_now(ChppHcaState *s, const char *why)
+{
+    trace_chpp_hca_link_cut(why);
+    s->link.rx_len = 0;
+    s->link.gen++;
+    qemu_chr_fe_disconnect(&s->link.chr);
+}
+
+/* Bytes that break the record protocol: there is no way to resync. */
+static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
+{
+    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
+    trace_chpp_hca_link_bad(why);
+    chpp_link_cut_now(s, "protocol error");
+}
+
+/*
+ * A refused handshake is logged, but a peer reconnecting to refuse (or to
+ * be refused) again and again must not flood the log: the first
+ * CHPP_LINK_REFUSE_LOG_FIRST are logged, then the 8th, 16th, 32nd...
+ */
+static bool chpp_link_refusal_logged(ChppHcaState *s)
+{
+    uint32_t n = ++s->link.refusals;
+
+    chpp_count(s, CHPP_CNT_LINK_REFUSED);
+    return n <= CHPP_LINK_REFUSE_LOG_FIRST || is_power_of_2(n);
+}
+
+static const char *chpp_link_refusal_note(ChppHcaState *s, char *buf,
+                                          size_t size)
+{
+    if (s->link.refusals <= CHPP_LINK_REFUSE_LOG_FIRST) {
+        return "";
+    }
+    snprintf(buf, size, " (refusal %u; only some are logged)",
+             s->link.refusals);
+    return buf;
+}
+
 static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
                              const char *text)
 {
     struct chpp_link_refuse r = { .reason = cpu_to_le32(reason) };
+    char note[64];
 
     pstrcpy(r.text, sizeof(r.text), text);
-    chpp_count(s, CHPP_CNT_LINK_REFUSED);
-    error_report("chpp-hca node %u: link refused: %s", s->params.node_id,
-                 text);
+    if (chpp_link_refusal_logged(s)) {
+        error_report("chpp-hca node %u: link refused: %s%s",
+                     s->params.node_id, text,
+                     chpp_link_refusal_note(s, note, sizeof(note)));
+    }
     chpp_link_put(s, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
     chpp_link_flush(s);
-    qemu_chr_fe_disconnect(&s->link.chr);
+    chpp_link_cut_now(s, "handshake refused");
+}
+
+/*
+ * The peer refused our HELLO.  Its reason is its own text: only printable
+ * ASCII of it reaches the log, at most the record's 59 characters, so it
+ * can neither end the line nor send escape sequences.  A peer that
+ * refuses is done with the connection: it is cut, and nothing after the
+ * REFUSE is parsed.  A legitimate peer sends its HELLO first; a REFUSE
+ * before it breaks the protocol.
+ */
+static void chpp_link_refused(ChppHcaState *s, const uint8_t *p,
+                              uint32_t len)
+{
+    struct chpp_link_refuse r = {};
+    char text[sizeof(r.text)];
+    char note[64];
+    size_t i;
+
+    if (!s->link.up) {
+        chpp_link_protocol_error(s, "REFUSE before HELLO");
+        return;
+    }
+    memcpy(&r, p, MIN(len, sizeof(r)));
+    for (i = 0; i < sizeof(text) - 1 && r.text[i]; i++) {
+        text[i] = r.text[i] >= 0x20 && r.text[i] < 0x7f ? r.text[i] : '?';
+    }
+    text[i] = 0;
+    if (chpp_link_refusal_logged(s)) {
+        error_report("chpp-hca node %u: the peer refused the link "
+                     "(reason %u): %s%s", s->params.node_id,
+                     le32_to_cpu(r.reason), text,
+                     chpp_link_refusal_note(s, note, sizeof(note)));
+    }
+    chpp_link_cut_now(s, "the peer refused the link");
 }
 
 static void chpp_link_set_up(ChppHcaState *s, bool up)
@@ -621,8 +699,7 @@ void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic)
     }
     l->magic_guesses = 0;
     chpp_count(pf, CHPP_CNT_LINK_MAGIC_CUTS);
-    trace_chpp_hca_link_cut("the peer guesses QP magics");
-    qemu_chr_fe_disconnect(&l->chr);
+    chpp_link_cut_now(pf, "the peer guesses QP magics");
 }
 
 void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
@@ -640,16 +717,6 @@ void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
         chpp_link_give_credits(s, vc);
         chpp_link_flush_later(s);
     }
-}
-
-/* Bytes that break the record protocol: there is no way to resync. */
-static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
-{
-    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_link_bad(why);
-    s->link.rx_len = 0;
-    s->link.gen++;
-    qemu_chr_fe_disconnect(&s->link.chr);
 }
 
 /* A record header that breaks the protocol cuts the connection. */
@@ -675,10 +742,7 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
         chpp_link_hello(s, p, len);
         break;
     case CHPP_LINK_REFUSE:
-        chpp_count(s, CHPP_CNT_LINK_REFUSED);
-        error_report("chpp-hca node %u: the peer refused the link: %.*s",
-                     s->params.node_id,
-                     (int)MIN(len > 4 ? len - 4 : 0, 59), p + 4);
+        chpp_link_refused(s, p, len);
         break;
     case CHPP_LINK_CREDIT:
         if (l->up) {

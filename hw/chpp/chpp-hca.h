@@ -241,6 +241,7 @@ typedef struct ChppLink {
     uint32_t gen;               /* bumped when the connection goes */
     uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
     bool rx_paused;             /* backlog full: link_rx is not served */
+    uint32_t refusals;          /* handshakes refused, either side, ever */
     bool outq_full;             /* outq reached CHPP_LINK_OUTQ_MAX */
     /* QP magic misses of the peer (chpp_link_magic_miss), any connection */
     uint64_t magic_last;        /* function, QP and magic of the last */

@@ -69,9 +69,28 @@ static void peer_close(Peer *p)
     g_free(p->path);
 }
 
+/*
+ * Write all of @buf.  The device may cut the connection meanwhile (that
+ * is often what a test waits for): then the rest is lost, without the
+ * SIGPIPE that would end this program.
+ */
 static void peer_write(Peer *p, const void *buf, size_t len)
 {
-    g_assert_cmpint(qemu_write_full(p->fd, buf, len), ==, len);
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = send(p->fd, (const uint8_t *)buf + done, len - done,
+                         MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            g_assert(errno == EPIPE || errno == ECONNRESET);
+            return;
+        }
+        done += n;
+    }
 }
 
 static void peer_rec(Peer *p, uint8_t type, uint8_t vc, const void *data,
@@ -156,6 +175,25 @@ static void peer_credit(Peer *p, uint8_t vc, uint32_t count)
     struct chpp_link_credit c = { .count = cpu_to_le32(count) };
 
     peer_rec(p, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+}
+
+/* The device listens (server=on): connect to it. */
+static void peer_connect(Peer *p)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    pstrcpy(un.sun_path, sizeof(un.sun_path), p->path);
+    for (;;) {
+        p->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        g_assert(p->fd >= 0);
+        if (connect(p->fd, (void *)&un, sizeof(un)) == 0) {
+            return;
+        }
+        close(p->fd);
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
 }
 
 /* Accept the device's connection and answer its HELLO as node @node. */
@@ -745,6 +783,112 @@ static void test_peer_never_reads(void)
     chpp_stop(d);
 }
 
+/* ---- 6: the peer's text in the log ------------------------------------ */
+
+static void peer_refuse(Peer *p, const char *text)
+{
+    struct chpp_link_refuse r = {
+        .reason = cpu_to_le32(CHPP_LINK_REFUSE_PROTOCOL),
+    };
+
+    memcpy(r.text, text, MIN(strlen(text), sizeof(r.text)));
+    peer_rec(p, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
+}
+
+/* Connect to the listening device and read its HELLO. */
+static void peer_open(Peer *p)
+{
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+
+    peer_connect(p);
+    g_assert_cmpuint(peer_read_rec(p, buf, sizeof(buf)), ==,
+                     CHPP_LINK_HELLO);
+}
+
+static void peer_hang_up(Peer *p)
+{
+    g_assert(peer_sees_eof(p));
+    close(p->fd);
+    p->fd = -1;
+}
+
+/* Lines of @log holding @what; fails on a line that starts with @forged. */
+static unsigned log_lines(const char *log, const char *what,
+                          const char *forged)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    unsigned i, n = 0;
+
+    g_assert(g_file_get_contents(log, &text, NULL, NULL));
+    g_assert_null(strchr(text, '\033'));
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        g_assert_false(g_str_has_prefix(lines[i], forged));
+        n += strstr(lines[i], what) != NULL;
+    }
+    return n;
+}
+
+/*
+ * REFUSE text is the peer's: it reaches the log printable only, bounded,
+ * and rate-limited; a REFUSE cuts the connection at once, and one before
+ * the peer's HELLO breaks the protocol.  Before the fix each of a hundred
+ * REFUSE records of one connection was logged verbatim, newline and
+ * escape sequence included.
+ */
+static void test_refuse_text(void)
+{
+    g_autofree char *log = g_strdup_printf("%s/refuse.log", tmpdir);
+    g_autofree char *path = g_strdup_printf("%s/refuse", tmpdir);
+    g_autofree char *args = g_strdup_printf(
+        "-chardev socket,id=lnk,path=%s,server=on,wait=off 2>%s", path, log);
+    g_autofree char *props = NULL;
+    const char *forged = "qemu-system-x86_64: forged";
+    const char *what = "the peer refused the link";
+    Peer p = { .path = path, .fd = -1 };
+    ChppDev *d;
+    unsigned i, n = 60, logged;
+
+    /* QEMU's stderr goes to @log: libqtest runs its command in a shell. */
+    props = g_strdup_printf("id=hca,node-id=%u,chardev=lnk%s", NODE,
+                            node_props);
+    d = chpp_start(props, args);
+
+    /* After HELLO: a hundred refusals with a forged line. */
+    peer_open(&p);
+    peer_hello(&p, PEER, 64);
+    for (i = 0; i < 100; i++) {
+        peer_refuse(&p, "bye\nqemu-system-x86_64: forged line\033[2J");
+    }
+    wait_counter(d, CHPP_CNT_LINK_REFUSED, 1);
+    g_assert_cmpuint(log_lines(log, what, forged), ==, 1);
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_REFUSED), ==, 1);
+
+    /* Before HELLO: a protocol error, nothing logged. */
+    peer_open(&p);
+    peer_refuse(&p, "who asked");
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_REFUSED), ==, 1);
+
+    /* Refusing again and again: the log gets the 1st-4th, 8th, 16th... */
+    for (i = 0; i < n; i++) {
+        peer_open(&p);
+        peer_hello(&p, PEER, 64);
+        peer_refuse(&p, "again");
+        peer_hang_up(&p);
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_REFUSED), ==, n + 1);
+    logged = log_lines(log, what, forged);
+    g_test_message("%u refusals, %u logged", n + 1, logged);
+    g_assert_cmpuint(logged, ==, CHPP_LINK_REFUSE_LOG_FIRST + 3);
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    chpp_stop(d);
+    unlink(log);
+}
+
 /* The same through QEMU's chardev read path instead of the reader thread. */
 static void test_chardev_path(gconstpointer test)
 {
@@ -773,6 +917,7 @@ int main(int argc, char **argv)
                    test_zero_credit_duplicates);
     qtest_add_func("/chpp-hca/link-hostile/peer-never-reads",
                    test_peer_never_reads);
+    qtest_add_func("/chpp-hca/link-hostile/refuse-text", test_refuse_text);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
@@ -782,6 +927,8 @@ int main(int argc, char **argv)
                         test_zero_credit_duplicates, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/peer-never-reads",
                         test_peer_never_reads, test_chardev_path);
+    qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/refuse-text",
+                        test_refuse_text, test_chardev_path);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);

@@ -1043,6 +1043,8 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
 #define CHPP_LINK_OUTQ_MAX          (1u << 20)  /* bytes waiting to be written */
 #define CHPP_LINK_MAGIC_GUESS_MAX   16  /* new wrong QP magics per window */
 #define CHPP_LINK_MAGIC_WINDOW_MS   1000        /* virtual time */
+/* Refusals logged: the first ones, then the 8th, 16th, 32nd... */
+#define CHPP_LINK_REFUSE_LOG_FIRST  4
 
 enum chpp_link_rec_type {
     CHPP_LINK_HELLO     = 1,
