@@ -575,6 +575,11 @@ static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
     g_autofree char *why = NULL;
     unsigned vc;
 
+    /* One per connection: the peer's node id is what frames are held to. */
+    if (l->up) {
+        chpp_link_protocol_error(s, "HELLO after the handshake");
+        return;
+    }
     memcpy(&h, p, MIN(len, sizeof(h)));
     if (len < sizeof(h) ||
         le16_to_cpu(h.version_major) != CHPP_LINK_VERSION_MAJOR) {

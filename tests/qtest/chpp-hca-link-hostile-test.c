@@ -575,6 +575,12 @@ static void test_spoofed_source(void)
     /* Dropped within the credits: the grant is returned, no credit error. */
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_CREDIT_ERRORS), ==, 0);
     g_assert(link_up(d));
+
+    /* A second HELLO, to become another node, breaks the protocol. */
+    peer_hello(&p, 2, 64);
+    g_assert(peer_sees_eof(&p));
+    wait_link(d, false);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
     peer_close(&p);
     chpp_stop(d);
 }
