@@ -262,6 +262,11 @@ static void chpp_hca_exit(PCIDevice *pdev)
     g_free(s->mpts);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->bar0, &s->bar0);
+    /*
+     * A subregion holds a reference to its owner, here the device itself:
+     * left in BAR0, it would keep a VF alive after pcie_sriov drops it.
+     */
+    memory_region_del_subregion(&s->bar0, &s->regs);
 }
 
 static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
