@@ -455,6 +455,9 @@ void chpp_debug_register(ChppHcaState *s, bool add);
 ChppHcaState *chpp_pf(ChppHcaState *s);
 ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn);
 void chpp_sriov_defaults(ChppHcaState *s);
+/* A VF count beyond its PF's own: its name, value (@val) and bound. */
+const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
+                                uint32_t *val, uint32_t *max);
 void chpp_sriov_vf_params(ChppHcaState *s);
 void chpp_sriov_init_pf(ChppHcaState *s);
 void chpp_sriov_exit_pf(ChppHcaState *s);
@@ -510,8 +513,11 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_hca;
-/* Refuse incoming state (error message, trace); returns -EINVAL. */
-int chpp_refuse(ChppHcaState *s, const char *why);
+/*
+ * Refuse incoming state (error message, trace naming the field and its
+ * value); returns -EINVAL.
+ */
+int G_GNUC_PRINTF(2, 3) chpp_refuse(ChppHcaState *s, const char *fmt, ...);
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;

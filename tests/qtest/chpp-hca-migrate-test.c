@@ -96,7 +96,7 @@ static void test_migrate_vfs(void)
     ChppDev *dst;
     int i;
 
-    set_vf_res(p, 2, 6, 3);
+    set_vf_res(p, 2, 3, 3);
     chpp_pf_vfs_set(p, NVFS);
     for (i = 0; i <= NVFS; i++) {
         chpp_node_setup(&fn[i], i ? p->vf[i] : p->d, 0, i);
@@ -182,12 +182,12 @@ static void test_migrate_vfs(void)
     g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_QUERY_VF_RES, 0, 2,
                              p->d->mbox_out), ==, CHPP_STAT_OK);
     qtest_memread(p->d->qts, p->d->mbox_out, &res, sizeof(res));
-    g_assert_cmpuint(le32_to_cpu(res.num_qps), ==, 6);
+    g_assert_cmpuint(le32_to_cpu(res.num_qps), ==, 3);
     g_assert_cmpuint(res.weight, ==, 3);
     g_assert_cmphex(chpp_cmd(fn[2].d, CHPP_CMD_QUERY_DEV_CAP, 0, 0,
                              fn[2].d->mbox_out), ==, CHPP_STAT_OK);
     qtest_memread(p->d->qts, fn[2].d->mbox_out, &cap, sizeof(cap));
-    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 6);
+    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 3);
 
     /* The completion VF3 had not polled is there, once. */
     chpp_node_expect(&fn[3], SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 2048);
@@ -369,6 +369,17 @@ static size_t at_num_vfs(const uint8_t *data, size_t len)
     return find(data, len, vfs_header, strlen(vfs_header)) - 1;
 }
 
+/*
+ * The low byte of VF1's num_qps quota (be32) in "chpp-hca/sriov": after its
+ * header and version, function 0's quotas (7 counts, weight, priority).
+ */
+static const char sriov_header[] = "\x05\x0e" "chpp-hca/sriov";
+static size_t at_vf1_num_qps(const uint8_t *data, size_t len)
+{
+    return find(data, len, sriov_header, strlen(sriov_header)) +
+           strlen(sriov_header) + 4 + 7 * 4 + 2 + 3;
+}
+
 static const Corruption corruptions[] = {
     { "port state", at_vf1_port_state, 0x77,
       "chpp_hca_vmstate_refused function 1: port state" },
@@ -376,6 +387,10 @@ static const Corruption corruptions[] = {
     { "VF count", at_num_vfs, 0, NULL },
     { "VF count above TotalVFs", at_num_vfs, CHPP_MAX_VFS + 1,
       "chpp_hca_vmstate_refused function 0: VF count disagrees" },
+    /* The PF has CHPP_DEFAULT_QPS QPs: a VF cannot have more. */
+    { "VF quota above the PF's", at_vf1_num_qps, CHPP_DEFAULT_QPS + 1,
+      "chpp_hca_vmstate_refused function 0: VF quotas: fn_res[1].num_qps 5 "
+      "(1..4, the PF's own)" },
 };
 
 /*
