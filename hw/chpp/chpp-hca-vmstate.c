@@ -48,27 +48,31 @@ static int chpp_function_post_load(void *opaque, int version_id)
 {
     ChppHcaState *s = opaque;
     unsigned i;
+    int ret;
 
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
         if (s->port_state[i] != CHPP_PORT_DOWN &&
             s->port_state[i] != CHPP_PORT_ACTIVE) {
-            return chpp_refuse(s, "port state");
+            return chpp_refuse(s, "port state: port_state[%u] %u", i,
+                               s->port_state[i]);
         }
     }
-    if (!chpp_eq_post_load(s)) {
-        return chpp_refuse(s, "event queues");
+    /* In this order: QPs refer to CQs, the engine to the QPs' rings. */
+    ret = chpp_eq_post_load(s);
+    if (!ret) {
+        ret = chpp_mr_post_load(s);
     }
-    if (!chpp_mr_post_load(s)) {
-        return chpp_refuse(s, "memory regions");
+    if (!ret) {
+        ret = chpp_cq_post_load(s);
     }
-    if (!chpp_cq_post_load(s)) {
-        return chpp_refuse(s, "completion queues");
+    if (!ret) {
+        ret = chpp_qp_post_load(s);
     }
-    if (!chpp_qp_post_load(s)) {
-        return chpp_refuse(s, "queue pairs");
+    if (!ret) {
+        ret = chpp_engine_check_load(s);
     }
-    if (!chpp_engine_check_load(s)) {
-        return chpp_refuse(s, "doorbell FIFO or engine state");
+    if (ret) {
+        return ret;
     }
     chpp_cmd_post_load(s);
     chpp_engine_post_load(s);

@@ -164,6 +164,9 @@ typedef struct ChppQpEngine {
     uint64_t atomic_orig;
 } ChppQpEngine;
 
+/* Retry counts of a QP (retry_cnt, rnr_retry): 3 bits, 7 = no limit. */
+#define CHPP_QP_MAX_RETRY       7
+
 typedef struct ChppQp {
     uint8_t state;              /* enum chpp_qp_state */
     uint8_t type;               /* enum chpp_qp_type */
@@ -335,7 +338,7 @@ bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
  * Nothing else in the device turns a guest-supplied address into a DMA.
  */
 void chpp_mr_reset(ChppHcaState *s);
-bool chpp_mr_post_load(ChppHcaState *s);
+int chpp_mr_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_sw2hw_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_mpt(ChppHcaState *s, uint32_t idx);
 uint8_t chpp_cmd_query_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
@@ -359,7 +362,7 @@ bool chpp_ring_rw(ChppHcaState *s, const ChppRing *ring, uint64_t offset,
 
 /* chpp-hca-cq.c: completion queues. */
 void chpp_cq_reset(ChppHcaState *s);
-bool chpp_cq_post_load(ChppHcaState *s);
+int chpp_cq_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_sw2hw_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_cq(ChppHcaState *s, uint32_t cqn);
 uint8_t chpp_cmd_query_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
@@ -378,7 +381,7 @@ void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
 
 /* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
 void chpp_qp_reset(ChppHcaState *s);
-bool chpp_qp_post_load(ChppHcaState *s);
+int chpp_qp_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                            uint64_t mailbox);
 uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
@@ -394,7 +397,7 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
 void chpp_engine_init(ChppHcaState *s);
 void chpp_engine_fini(ChppHcaState *s);
 void chpp_engine_reset(ChppHcaState *s);
-bool chpp_engine_check_load(ChppHcaState *s);
+int chpp_engine_check_load(ChppHcaState *s);
 void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
@@ -495,7 +498,7 @@ uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
 
 /* chpp-hca-eq.c */
 void chpp_eq_reset(ChppHcaState *s);
-bool chpp_eq_post_load(ChppHcaState *s);
+int chpp_eq_post_load(ChppHcaState *s);
 void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
 /*
