@@ -375,8 +375,11 @@ void chpp_cq_reset(ChppHcaState *s)
     memset(s->cqs, 0, sizeof(ChppCq) * s->params.num_cqs);
 }
 
-/* Migration streams are input too: refuse CQs the device cannot hold. */
-bool chpp_cq_post_load(ChppHcaState *s)
+/*
+ * Migration streams are input too: refuse CQs the device cannot hold,
+ * naming the field.
+ */
+int chpp_cq_post_load(ChppHcaState *s)
 {
     uint32_t i;
 
@@ -389,25 +392,43 @@ bool chpp_cq_post_load(ChppHcaState *s)
         if (!cq->hw) {
             continue;
         }
-        if (!chpp_cq_size_ok(cq->nent) || cq->eqn >= s->params.num_eqs ||
-            cq->uar >= s->params.uar_pages ||
-            cq->pi > CHPP_CQ_IDX_MASK || cq->ci > CHPP_CQ_IDX_MASK ||
-            ((cq->pi - cq->ci) & CHPP_CQ_IDX_MASK) > cq->nent ||
-            cq->arm > CHPP_CQ_DB_ARM_SOL ||
-            cq->ring.log_page_size < CHPP_MIN_PAGE_SHIFT ||
+        if (!chpp_cq_size_ok(cq->nent)) {
+            return chpp_refuse(s, "CQ %u: nent %u", i, cq->nent);
+        }
+        if (cq->eqn >= s->params.num_eqs) {
+            return chpp_refuse(s, "CQ %u: eqn %u of %u", i, cq->eqn,
+                               s->params.num_eqs);
+        }
+        if (cq->uar >= s->params.uar_pages) {
+            return chpp_refuse(s, "CQ %u: uar %u of %u", i, cq->uar,
+                               s->params.uar_pages);
+        }
+        if (cq->pi > CHPP_CQ_IDX_MASK || cq->ci > CHPP_CQ_IDX_MASK) {
+            return chpp_refuse(s, "CQ %u: pi 0x%x or ci 0x%x beyond 24 bits",
+                               i, cq->pi, cq->ci);
+        }
+        if (((cq->pi - cq->ci) & CHPP_CQ_IDX_MASK) > cq->nent) {
+            return chpp_refuse(s, "CQ %u: ci 0x%x: pi 0x%x is more than nent "
+                               "%u ahead", i, cq->ci, cq->pi, cq->nent);
+        }
+        if (cq->arm > CHPP_CQ_DB_ARM_SOL) {
+            return chpp_refuse(s, "CQ %u: arm %u", i, cq->arm);
+        }
+        if (cq->ring.log_page_size < CHPP_MIN_PAGE_SHIFT ||
             cq->ring.log_page_size > CHPP_MAX_PAGE_SHIFT) {
-            trace_chpp_hca_cq_load_bad(i);
-            return false;
+            return chpp_refuse(s, "CQ %u: ring.log_page_size %u", i,
+                               cq->ring.log_page_size);
         }
         npages = DIV_ROUND_UP((uint64_t)cq->nent * CHPP_CQE_SIZE,
                               1ull << cq->ring.log_page_size);
         if (cq->ring.mtt_base > s->params.num_mtts ||
             npages > s->params.num_mtts - cq->ring.mtt_base) {
-            trace_chpp_hca_cq_load_bad(i);
-            return false;
+            return chpp_refuse(s, "CQ %u: ring.mtt_base %u: %" PRIu64
+                               " entries beyond num_mtts %u", i,
+                               cq->ring.mtt_base, npages, s->params.num_mtts);
         }
     }
-    return true;
+    return 0;
 }
 
 const VMStateDescription vmstate_chpp_cq = {

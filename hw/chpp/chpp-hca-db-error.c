@@ -203,17 +203,26 @@ static int chpp_db_err_post_load(void *opaque, int version_id)
     unsigned i;
 
     if (version_id == 1 && !chpp_db_err_v1_load(s)) {
-        return chpp_refuse(s, "deferred events");
+        return chpp_refuse(s, "deferred events: db_err_head %u or "
+                           "db_err_count %u (version 1)", s->db_err_head,
+                           s->db_err_count);
     }
     if (s->db_err_head >= CHPP_DEFERRED_DEPTH ||
         s->db_err_count > CHPP_DEFERRED_DEPTH ||
         chpp_db_err_queued(s, CHPP_EVENT_DOORBELL_ERROR, -1) >
         CHPP_DB_ERR_QUEUE_DEPTH) {
-        return chpp_refuse(s, "deferred events");
+        return chpp_refuse(s, "deferred events: db_err_head %u or "
+                           "db_err_count %u", s->db_err_head,
+                           s->db_err_count);
     }
     for (i = 0; i < s->db_err_count; i++) {
-        if (!chpp_db_err_entry_ok(s, chpp_db_err_at(s, i))) {
-            return chpp_refuse(s, "deferred events");
+        const ChppDbErr *e = chpp_db_err_at(s, i);
+
+        if (!chpp_db_err_entry_ok(s, e)) {
+            return chpp_refuse(s, "deferred events: db_err[%u] type %u "
+                               "subtype %u value 0x%" PRIx64,
+                               (s->db_err_head + i) % CHPP_DEFERRED_DEPTH,
+                               e->type, e->subtype, e->value);
         }
     }
     /* Posted once the VM runs (chpp_engine_vm_state kicks). */

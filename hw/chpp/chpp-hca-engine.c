@@ -625,32 +625,93 @@ void chpp_engine_reset(ChppHcaState *s)
     chpp_db_err_reset(s);
 }
 
-/* Migration streams are untrusted input too. */
-bool chpp_engine_check_load(ChppHcaState *s)
+/*
+ * Migration streams are untrusted input too: the doorbell FIFO and each
+ * QP's engine state must be what the engine could have left.  Runs after
+ * chpp_qp_post_load(), which checked the ring indices and cleared QPs in
+ * RESET.
+ */
+int chpp_engine_check_load(ChppHcaState *s)
 {
     unsigned i;
+    int ret;
 
     if (s->db_head >= CHPP_DB_FIFO_DEPTH || s->db_count > CHPP_DB_FIFO_DEPTH) {
-        return false;
+        return chpp_refuse(s, "db_head %u or db_count %u: the doorbell FIFO "
+                           "has %u entries", s->db_head, s->db_count,
+                           CHPP_DB_FIFO_DEPTH);
     }
     for (i = 0; i < s->db_count; i++) {
-        if (CHPP_FIFO_QPN(s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH])
-            >= s->params.num_qps) {
-            return false;
+        uint32_t slot = (s->db_head + i) % CHPP_DB_FIFO_DEPTH;
+
+        if (CHPP_FIFO_QPN(s->db_fifo[slot]) >= s->params.num_qps) {
+            return chpp_refuse(s, "db_fifo[%u]: QP %u of %u", slot,
+                               CHPP_FIFO_QPN(s->db_fifo[slot]),
+                               s->params.num_qps);
         }
     }
     for (i = 0; i < s->params.num_qps; i++) {
-        ChppQpEngine *eng = &s->qps[i].eng;
+        ChppQp *qp = &s->qps[i];
+        ChppQpEngine *eng = &qp->eng;
 
         if (eng->infl_head >= CHPP_MAX_INFLIGHT ||
-            eng->infl_count > CHPP_MAX_INFLIGHT ||
-            eng->rd_head >= CHPP_MAX_RD_ATOMIC ||
-            eng->rd_count > CHPP_MAX_RD_ATOMIC ||
-            eng->timer_kind > CHPP_TIMER_RNR) {
-            return false;
+            eng->infl_count > CHPP_MAX_INFLIGHT) {
+            return chpp_refuse(s, "QP %u: eng.infl_head %u or eng.infl_count "
+                               "%u: %u WQEs in flight at most", i,
+                               eng->infl_head, eng->infl_count,
+                               CHPP_MAX_INFLIGHT);
+        }
+        if (eng->rd_head >= CHPP_MAX_RD_ATOMIC ||
+            eng->rd_count > CHPP_MAX_RD_ATOMIC) {
+            return chpp_refuse(s, "QP %u: eng.rd_head %u or eng.rd_count %u: "
+                               "%u GET responses at most", i, eng->rd_head,
+                               eng->rd_count, CHPP_MAX_RD_ATOMIC);
+        }
+        if (eng->timer_kind > CHPP_TIMER_RNR) {
+            return chpp_refuse(s, "QP %u: eng.timer_kind %u", i,
+                               eng->timer_kind);
+        }
+        /* Every WQE from sq_comp to sq_ci is in flight, and only those. */
+        if (eng->infl_count !=
+            ((qp->sq_ci - eng->sq_comp) & CHPP_IDX_MASK)) {
+            return chpp_refuse(s, "QP %u: eng.sq_comp 0x%x: sq_ci 0x%x, but "
+                               "eng.infl_count %u", i, eng->sq_comp,
+                               qp->sq_ci, eng->infl_count);
+        }
+        /* The requester runs in RTS and SQD; other states flush it. */
+        if (eng->infl_count && qp->state != CHPP_QPS_RTS &&
+            qp->state != CHPP_QPS_SQD) {
+            return chpp_refuse(s, "QP %u: eng.infl_count %u in state %u", i,
+                               eng->infl_count, qp->state);
+        }
+        if (eng->rd_count &&
+            (qp->state < CHPP_QPS_RTR || qp->state > CHPP_QPS_SQE)) {
+            return chpp_refuse(s, "QP %u: eng.rd_count %u in state %u", i,
+                               eng->rd_count, qp->state);
+        }
+        if (eng->rd_atomic > eng->infl_count) {
+            return chpp_refuse(s, "QP %u: eng.rd_atomic %u of eng.infl_count "
+                               "%u", i, eng->rd_atomic, eng->infl_count);
+        }
+        if (eng->retry_left > CHPP_QP_MAX_RETRY ||
+            eng->rnr_left > CHPP_QP_MAX_RETRY) {
+            return chpp_refuse(s, "QP %u: eng.retry_left %u or eng.rnr_left "
+                               "%u beyond %u", i, eng->retry_left,
+                               eng->rnr_left, CHPP_QP_MAX_RETRY);
+        }
+        if (eng->atomic_psn > CHPP_PSN_MASK) {
+            return chpp_refuse(s, "QP %u: eng.atomic_psn 0x%x beyond 24 bits",
+                               i, eng->atomic_psn);
+        }
+        ret = chpp_req_check_load(s, qp);
+        if (!ret) {
+            ret = chpp_resp_check_load(s, qp);
+        }
+        if (ret) {
+            return ret;
         }
     }
-    return true;
+    return 0;
 }
 
 void chpp_engine_post_load(ChppHcaState *s)

@@ -112,6 +112,8 @@ bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp);
 void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
 uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
+/* Incoming state: the WQEs in flight of @qp (0 or chpp_refuse()). */
+int chpp_req_check_load(ChppHcaState *s, ChppQp *qp);
 
 /* chpp-hca-resp.c */
 void chpp_resp_pump(ChppHcaState *s, ChppQp *qp);
@@ -120,6 +122,8 @@ void chpp_resp_flush(ChppHcaState *s, ChppQp *qp);
 bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
                      uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
                      uint32_t *capacity);
+/* Incoming state: the GET responses of @qp (0 or chpp_refuse()). */
+int chpp_resp_check_load(ChppHcaState *s, ChppQp *qp);
 
 /* chpp-hca-comp.c */
 void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt);

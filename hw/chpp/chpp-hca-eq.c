@@ -336,8 +336,12 @@ void chpp_eq_reset(ChppHcaState *s)
     memset(s->event_eq, CHPP_EQN_NONE, sizeof(s->event_eq));
 }
 
-/* Migration streams are input too: refuse state the device cannot hold. */
-bool chpp_eq_post_load(ChppHcaState *s)
+/*
+ * Migration streams are input too: refuse state the device cannot hold,
+ * naming the field.  The producer runs at most nent EQEs ahead of the
+ * consumer (one more is an overrun).
+ */
+int chpp_eq_post_load(ChppHcaState *s)
 {
     unsigned i;
 
@@ -347,12 +351,25 @@ bool chpp_eq_post_load(ChppHcaState *s)
         if (!eq->hw) {
             continue;
         }
-        if (i >= s->params.num_eqs || !is_power_of_2(eq->nent) ||
-            eq->nent < CHPP_EQ_MIN_ENTRIES ||
-            eq->nent > CHPP_MAX_EQ_ENTRIES ||
-            eq->vector >= s->params.msix_vectors ||
-            eq->pi > CHPP_EQ_IDX_MASK || eq->ci > CHPP_EQ_IDX_MASK) {
-            return false;
+        if (i >= s->params.num_eqs) {
+            return chpp_refuse(s, "EQ %u: in hardware ownership, %u EQs", i,
+                               s->params.num_eqs);
+        }
+        if (!is_power_of_2(eq->nent) || eq->nent < CHPP_EQ_MIN_ENTRIES ||
+            eq->nent > CHPP_MAX_EQ_ENTRIES) {
+            return chpp_refuse(s, "EQ %u: nent %u", i, eq->nent);
+        }
+        if (eq->vector >= s->params.msix_vectors) {
+            return chpp_refuse(s, "EQ %u: vector %u of %u", i, eq->vector,
+                               s->params.msix_vectors);
+        }
+        if (eq->pi > CHPP_EQ_IDX_MASK || eq->ci > CHPP_EQ_IDX_MASK) {
+            return chpp_refuse(s, "EQ %u: pi 0x%x or ci 0x%x beyond 24 bits",
+                               i, eq->pi, eq->ci);
+        }
+        if (((eq->pi - eq->ci) & CHPP_EQ_IDX_MASK) > eq->nent) {
+            return chpp_refuse(s, "EQ %u: ci 0x%x: pi 0x%x is more than nent "
+                               "%u ahead", i, eq->ci, eq->pi, eq->nent);
         }
     }
     for (i = 0; i < CHPP_EVENT_NUM_TYPES; i++) {
@@ -360,10 +377,11 @@ bool chpp_eq_post_load(ChppHcaState *s)
 
         if (eqn != CHPP_EQN_NONE &&
             (eqn >= s->params.num_eqs || !s->eqs[eqn].hw)) {
-            return false;
+            return chpp_refuse(s, "event_eq[%u]: EQ %u not in hardware "
+                               "ownership", i, eqn);
         }
     }
-    return true;
+    return 0;
 }
 
 const VMStateDescription vmstate_chpp_eq = {

@@ -405,7 +405,7 @@ void chpp_mr_reset(ChppHcaState *s)
 }
 
 /* Migration streams are input too: refuse entries the device cannot hold. */
-bool chpp_mr_post_load(ChppHcaState *s)
+int chpp_mr_post_load(ChppHcaState *s)
 {
     uint32_t i;
 
@@ -418,11 +418,10 @@ bool chpp_mr_post_load(ChppHcaState *s)
         }
         why = chpp_mpt_invalid(s, i, mr);
         if (why) {
-            trace_chpp_hca_mpt_load_bad(i, why);
-            return false;
+            return chpp_refuse(s, "MPT %u: %s", i, why);
         }
     }
-    return true;
+    return 0;
 }
 
 const VMStateDescription vmstate_chpp_mpt = {

@@ -19,10 +19,11 @@
 #include "trace.h"
 
 #define CHPP_QP_PSN_MASK        0xffffffu
+/* WQE indexes (producer, consumer) are 16-bit counters: the doorbell's PI. */
+#define CHPP_QP_IDX_MASK        CHPP_UAR_DB_PI_MASK
 #define CHPP_QP_MAX_LOG_WQES    15      /* 2^15 = CHPP_MAX_QP_WQES */
 #define CHPP_QP_NUM_TYPES       (CHPP_QPT_UD + 1)
 #define CHPP_QP_MAX_TIMEOUT     31
-#define CHPP_QP_MAX_RETRY       7
 #define CHPP_QP_MAX_RNR_TIMER   31
 #define CHPP_QP_MAX_DEST_VF     7
 #define CHPP_QP_MIN_MTU         1       /* 256 bytes */
@@ -648,28 +649,48 @@ void chpp_qp_reset(ChppHcaState *s)
     memset(s->qps, 0, sizeof(ChppQp) * s->params.num_qps);
 }
 
-static bool chpp_qp_valid(ChppHcaState *s, const ChppQp *qp)
+/* A loaded QP out of RESET: what the modify commands could have made. */
+static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
 {
     if (qp->state > CHPP_QPS_ERR || qp->type >= CHPP_QP_NUM_TYPES ||
         (qp->state == CHPP_QPS_SQE && qp->type == CHPP_QPT_RC)) {
-        return false;
+        return chpp_refuse(s, "QP %u: state %u type %u", qpn, qp->state,
+                           qp->type);
     }
-    if (qp->pd >= s->params.num_pds || qp->uar >= s->params.uar_pages ||
-        !chpp_cq_get(s, qp->send_cqn) || !chpp_cq_get(s, qp->recv_cqn) ||
-        qp->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
-        return false;
+    if (qp->pd >= s->params.num_pds) {
+        return chpp_refuse(s, "QP %u: pd %u of %u", qpn, qp->pd,
+                           s->params.num_pds);
+    }
+    if (qp->uar >= s->params.uar_pages) {
+        return chpp_refuse(s, "QP %u: uar %u of %u", qpn, qp->uar,
+                           s->params.uar_pages);
+    }
+    if (!chpp_cq_get(s, qp->send_cqn) || !chpp_cq_get(s, qp->recv_cqn)) {
+        return chpp_refuse(s, "QP %u: send_cqn %u or recv_cqn %u not a CQ in "
+                           "hardware ownership", qpn, qp->send_cqn,
+                           qp->recv_cqn);
+    }
+    if (qp->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
+        return chpp_refuse(s, "QP %u: flags 0x%x", qpn, qp->flags);
     }
     if (qp->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
         qp->log_rq_size > CHPP_QP_MAX_LOG_WQES ||
         qp->log_sq_stride < CHPP_MIN_WQE_SHIFT ||
         qp->log_sq_stride > CHPP_MAX_WQE_SHIFT ||
         qp->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
-        qp->log_rq_stride > CHPP_MAX_WQE_SHIFT ||
-        !chpp_qp_ring_in_mtt(s, &qp->sq, chpp_qp_wq_bytes(qp->log_sq_size,
+        qp->log_rq_stride > CHPP_MAX_WQE_SHIFT) {
+        return chpp_refuse(s, "QP %u: log_sq_size %u log_sq_stride %u "
+                           "log_rq_size %u log_rq_stride %u", qpn,
+                           qp->log_sq_size, qp->log_sq_stride,
+                           qp->log_rq_size, qp->log_rq_stride);
+    }
+    if (!chpp_qp_ring_in_mtt(s, &qp->sq, chpp_qp_wq_bytes(qp->log_sq_size,
                                                           qp->log_sq_stride)) ||
         !chpp_qp_ring_in_mtt(s, &qp->rq, chpp_qp_wq_bytes(qp->log_rq_size,
                                                           qp->log_rq_stride))) {
-        return false;
+        return chpp_refuse(s, "QP %u: sq or rq ring (mtt_base, "
+                           "log_page_size) beyond num_mtts %u", qpn,
+                           s->params.num_mtts);
     }
     /* Attributes: 0 until set, otherwise as a modify would accept them. */
     if ((qp->port != 0 && qp->port != 1) || qp->pkey_index != 0 ||
@@ -680,21 +701,123 @@ static bool chpp_qp_valid(ChppHcaState *s, const ChppQp *qp)
         qp->min_rnr_timer > CHPP_QP_MAX_RNR_TIMER ||
         qp->max_rd_atomic > CHPP_MAX_RD_ATOMIC ||
         qp->max_dest_rd_atomic > CHPP_MAX_RD_ATOMIC ||
-        qp->sq_psn > CHPP_QP_PSN_MASK || qp->rq_psn > CHPP_QP_PSN_MASK ||
-        qp->dest_qpn > CHPP_QP_PSN_MASK ||
         qp->dest_vf > CHPP_QP_MAX_DEST_VF) {
-        return false;
+        return chpp_refuse(s, "QP %u: an attribute out of range (port, "
+                           "pkey_index, access_flags, path_mtu, timeout, "
+                           "retries, min_rnr_timer, rd_atomic depths, "
+                           "dest_vf)", qpn);
     }
-    return true;
+    if (qp->sq_psn > CHPP_QP_PSN_MASK || qp->rq_psn > CHPP_QP_PSN_MASK ||
+        qp->dest_qpn > CHPP_QP_PSN_MASK) {
+        return chpp_refuse(s, "QP %u: sq_psn 0x%x, rq_psn 0x%x or dest_qpn "
+                           "0x%x beyond 24 bits", qpn, qp->sq_psn, qp->rq_psn,
+                           qp->dest_qpn);
+    }
+    return 0;
 }
 
 /*
- * Migration streams are input too: refuse QPs the device cannot hold, and
- * rebuild the CQ reference counts (runs after the CQs are loaded).
+ * The ring indices of a loaded QP, 16-bit counters like the doorbells':
+ * the SQ from its oldest WQE the device owns (eng.sq_comp) through the
+ * next to start (sq_ci) and the end the doorbells announced
+ * (eng.sq_limit) to the producer (sq_pi), at most the SQ's size; the RQ
+ * at most its size from rq_ci to rq_pi.  Loops run from one index to
+ * another, so an index off the ring could hang the main loop.
  */
-bool chpp_qp_post_load(ChppHcaState *s)
+static int chpp_qp_check_indices(ChppHcaState *s, uint32_t qpn,
+                                 const ChppQp *qp)
+{
+    const ChppQpEngine *eng = &qp->eng;
+    const struct {
+        const char *name;
+        uint32_t val;
+    } idx[] = {
+        { "sq_pi", qp->sq_pi }, { "sq_ci", qp->sq_ci },
+        { "rq_pi", qp->rq_pi }, { "rq_ci", qp->rq_ci },
+        { "eng.sq_comp", eng->sq_comp }, { "eng.sq_limit", eng->sq_limit },
+        { "eng.recv_wqe_idx", eng->recv_wqe_idx },
+    };
+    uint32_t sq_size = 1u << qp->log_sq_size;
+    uint32_t rq_size = 1u << qp->log_rq_size;
+    uint32_t pi, ci, limit;
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(idx); i++) {
+        if (idx[i].val > CHPP_QP_IDX_MASK) {
+            return chpp_refuse(s, "QP %u: %s 0x%x beyond 16 bits", qpn,
+                               idx[i].name, idx[i].val);
+        }
+    }
+    pi = (qp->sq_pi - eng->sq_comp) & CHPP_QP_IDX_MASK;
+    ci = (qp->sq_ci - eng->sq_comp) & CHPP_QP_IDX_MASK;
+    limit = (eng->sq_limit - eng->sq_comp) & CHPP_QP_IDX_MASK;
+    if (pi > sq_size) {
+        return chpp_refuse(s, "QP %u: sq_pi 0x%x is %u WQEs past eng.sq_comp "
+                           "0x%x (SQ of %u)", qpn, qp->sq_pi, pi,
+                           eng->sq_comp, sq_size);
+    }
+    if (ci > pi) {
+        return chpp_refuse(s, "QP %u: sq_ci 0x%x not from eng.sq_comp 0x%x "
+                           "to sq_pi 0x%x", qpn, qp->sq_ci, eng->sq_comp,
+                           qp->sq_pi);
+    }
+    if (limit < ci || limit > pi) {
+        return chpp_refuse(s, "QP %u: eng.sq_limit 0x%x not from sq_ci 0x%x "
+                           "to sq_pi 0x%x", qpn, eng->sq_limit, qp->sq_ci,
+                           qp->sq_pi);
+    }
+    if (((qp->rq_pi - qp->rq_ci) & CHPP_QP_IDX_MASK) > rq_size) {
+        return chpp_refuse(s, "QP %u: rq_pi 0x%x is more than the RQ's %u "
+                           "WQEs past rq_ci 0x%x", qpn, qp->rq_pi, rq_size,
+                           qp->rq_ci);
+    }
+    return 0;
+}
+
+/*
+ * A QP in RESET has no rings and no work: 2RST clears everything, and
+ * RST2INIT keeps the indices, so none may come with it.  The rest of its
+ * context means nothing and is cleared as 2RST does.
+ */
+static int chpp_qp_load_reset(ChppHcaState *s, uint32_t qpn, ChppQp *qp)
+{
+    const ChppQpEngine *eng = &qp->eng;
+    const struct {
+        const char *name;
+        uint32_t val;
+    } idle[] = {
+        { "sq_pi", qp->sq_pi }, { "sq_ci", qp->sq_ci },
+        { "rq_pi", qp->rq_pi }, { "rq_ci", qp->rq_ci },
+        { "eng.sq_comp", eng->sq_comp }, { "eng.sq_limit", eng->sq_limit },
+        { "eng.infl_head", eng->infl_head },
+        { "eng.infl_count", eng->infl_count },
+        { "eng.rd_atomic", eng->rd_atomic },
+        { "eng.rd_head", eng->rd_head }, { "eng.rd_count", eng->rd_count },
+        { "eng.recv_active", eng->recv_active },
+        { "eng.timer_kind", eng->timer_kind },
+        { "eng.tx_pending", eng->tx_pending },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(idle); i++) {
+        if (idle[i].val) {
+            return chpp_refuse(s, "QP %u: %s 0x%x in RESET", qpn, idle[i].name,
+                               idle[i].val);
+        }
+    }
+    memset(qp, 0, sizeof(*qp));
+    return 0;
+}
+
+/*
+ * Migration streams are input too: refuse QPs the device cannot hold,
+ * naming the field, and rebuild the CQ reference counts (runs after the
+ * CQs are loaded).
+ */
+int chpp_qp_post_load(ChppHcaState *s)
 {
     uint32_t i;
+    int ret;
 
     for (i = 0; i < s->params.num_cqs; i++) {
         s->cqs[i].refs = 0;
@@ -703,15 +826,23 @@ bool chpp_qp_post_load(ChppHcaState *s)
         ChppQp *qp = &s->qps[i];
 
         if (qp->state == CHPP_QPS_RESET) {
+            ret = chpp_qp_load_reset(s, i, qp);
+            if (ret) {
+                return ret;
+            }
             continue;
         }
-        if (!chpp_qp_valid(s, qp)) {
-            return false;
+        ret = chpp_qp_check(s, i, qp);
+        if (!ret) {
+            ret = chpp_qp_check_indices(s, i, qp);
+        }
+        if (ret) {
+            return ret;
         }
         s->cqs[qp->send_cqn].refs++;
         s->cqs[qp->recv_cqn].refs++;
     }
-    return true;
+    return 0;
 }
 
 const VMStateDescription vmstate_chpp_qp = {

@@ -583,6 +583,65 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
     }
 }
 
+/*
+ * The WQEs a loaded QP has in flight: the next ones from eng.sq_comp, in
+ * order, each no further sent or placed than it has packets and bytes,
+ * and one chpp_req_run() could have started (or an error queued behind
+ * others, which needs only a completion status).
+ */
+int chpp_req_check_load(ChppHcaState *s, ChppQp *qp)
+{
+    uint32_t qpn = chpp_qpn(s, qp);
+    uint32_t i;
+
+    for (i = 0; i < qp->eng.infl_count; i++) {
+        uint32_t slot = (qp->eng.infl_head + i) % CHPP_MAX_INFLIGHT;
+        const ChppInflight *e = &qp->eng.inflight[slot];
+        uint32_t npkts = chpp_req_npkts(qp, e->opcode, e->length);
+
+        if (e->wqe_idx != ((qp->eng.sq_comp + i) & CHPP_IDX_MASK)) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].wqe_idx 0x%x, not "
+                               "WQE 0x%x", qpn, slot, e->wqe_idx,
+                               (qp->eng.sq_comp + i) & CHPP_IDX_MASK);
+        }
+        if (e->first_psn > CHPP_PSN_MASK || e->last_psn > CHPP_PSN_MASK) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].first_psn 0x%x or "
+                               "last_psn 0x%x beyond 24 bits", qpn, slot,
+                               e->first_psn, e->last_psn);
+        }
+        if (e->length > CHPP_MAX_MSG_SIZE) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].length %u", qpn,
+                               slot, e->length);
+        }
+        if (e->sent > npkts) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].sent %u of %u "
+                               "packets", qpn, slot, e->sent, npkts);
+        }
+        if (e->done > e->length) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].done %u of %u "
+                               "bytes", qpn, slot, e->done, e->length);
+        }
+        if (e->status) {
+            /* CHPP_WC_GENERAL_ERR is the last completion status. */
+            if (e->status > CHPP_WC_GENERAL_ERR) {
+                return chpp_refuse(s, "QP %u: eng.inflight[%u].status %u",
+                                   qpn, slot, e->status);
+            }
+            continue;
+        }
+        if (!chpp_wqe_opcode_ok(qp->type, e->opcode)) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].opcode %u", qpn,
+                               slot, e->opcode);
+        }
+        if (e->flags & ~(CHPP_WQE_SIGNALED | CHPP_WQE_SOLICITED |
+                         CHPP_WQE_FENCE | CHPP_WQE_INLINE)) {
+            return chpp_refuse(s, "QP %u: eng.inflight[%u].flags 0x%x", qpn,
+                               slot, e->flags);
+        }
+    }
+    return 0;
+}
+
 /* Go back N: every WQE in flight is sent again, from the oldest. */
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
 {

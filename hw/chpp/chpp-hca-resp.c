@@ -321,6 +321,32 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
     }
 }
 
+/*
+ * The GET responses a loaded QP still sends: each with a packet left to
+ * send (chpp_resp_pump() sends until its counter meets the packets).
+ */
+int chpp_resp_check_load(ChppHcaState *s, ChppQp *qp)
+{
+    uint32_t mtu = chpp_mtu_bytes(qp->path_mtu);
+    uint32_t i;
+
+    for (i = 0; i < qp->eng.rd_count; i++) {
+        uint32_t slot = (qp->eng.rd_head + i) % CHPP_MAX_RD_ATOMIC;
+        const ChppReadResp *r = &qp->eng.rd[slot];
+        uint32_t npkts = MAX(1, DIV_ROUND_UP(r->len, mtu));
+
+        if (r->sent >= npkts) {
+            return chpp_refuse(s, "QP %u: eng.rd[%u].sent %u of %u packets",
+                               chpp_qpn(s, qp), slot, r->sent, npkts);
+        }
+        if (r->psn > CHPP_PSN_MASK) {
+            return chpp_refuse(s, "QP %u: eng.rd[%u].psn 0x%x beyond 24 bits",
+                               chpp_qpn(s, qp), slot, r->psn);
+        }
+    }
+    return 0;
+}
+
 /* GET: check the request, then queue its responses. */
 static void chpp_resp_read(ChppHcaState *s, ChppQp *qp, ChppPkt *req)
 {

@@ -40,23 +40,58 @@ ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
     return CHPP_HCA(vf);
 }
 
+/* The defaults, within what the PF itself has (a VF never has more). */
 void chpp_sriov_defaults(ChppHcaState *s)
 {
+    const ChppHcaParams *pf = &s->params;
     unsigned i;
 
     s->fn_res[0] = (ChppFnRes) { .weight = 1 };
     for (i = 1; i <= CHPP_MAX_VFS; i++) {
         s->fn_res[i] = (ChppFnRes) {
-            .num_qps = CHPP_VF_DEFAULT_QPS,
-            .num_cqs = CHPP_VF_DEFAULT_CQS,
-            .num_eqs = CHPP_VF_DEFAULT_EQS,
-            .num_mpts = CHPP_VF_DEFAULT_MPTS,
-            .num_pds = CHPP_VF_DEFAULT_PDS,
-            .num_mtts = CHPP_VF_DEFAULT_MTTS,
-            .msix_vectors = CHPP_VF_DEFAULT_MSIX,
+            .num_qps = MIN(CHPP_VF_DEFAULT_QPS, pf->num_qps),
+            .num_cqs = MIN(CHPP_VF_DEFAULT_CQS, pf->num_cqs),
+            .num_eqs = MIN(CHPP_VF_DEFAULT_EQS, pf->num_eqs),
+            .num_mpts = MIN(CHPP_VF_DEFAULT_MPTS, pf->num_mpts),
+            .num_pds = MIN(CHPP_VF_DEFAULT_PDS, pf->num_pds),
+            .num_mtts = MIN(CHPP_VF_DEFAULT_MTTS, pf->num_mtts),
+            .msix_vectors = MIN(CHPP_VF_DEFAULT_MSIX, pf->msix_vectors),
             .weight = 1,
         };
     }
+}
+
+/*
+ * The name of the first count of @r outside 1..the PF's own value of it,
+ * or NULL.  Bounding each VF by the PF's properties bounds the memory a
+ * PF driver can make QEMU allocate: at most sriov-max-vfs times the PF's
+ * own tables.
+ */
+const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
+                                uint32_t *val, uint32_t *max)
+{
+    const struct {
+        const char *name;
+        uint32_t val, max;
+    } c[] = {
+        { "num_qps", r->num_qps, pf->params.num_qps },
+        { "num_cqs", r->num_cqs, pf->params.num_cqs },
+        { "num_eqs", r->num_eqs, pf->params.num_eqs },
+        { "num_mpts", r->num_mpts, pf->params.num_mpts },
+        { "num_pds", r->num_pds, pf->params.num_pds },
+        { "num_mtts", r->num_mtts, pf->params.num_mtts },
+        { "msix_vectors", r->msix_vectors, pf->params.msix_vectors },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(c); i++) {
+        if (c[i].val < 1 || c[i].val > c[i].max) {
+            *val = c[i].val;
+            *max = c[i].max;
+            return c[i].name;
+        }
+    }
+    return NULL;
 }
 
 /* A VF is configured by its PF, never by properties. */
@@ -129,17 +164,14 @@ void chpp_sriov_vf_flr(ChppHcaState *s)
     chpp_vf_flr_queue(chpp_pf(s), s->func);
 }
 
-static bool chpp_range_ok(uint32_t v, uint32_t max)
-{
-    return v >= 1 && v <= max;
-}
-
 uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                         uint64_t mailbox)
 {
     struct chpp_vf_res r = {};
     uint8_t status = CHPP_STAT_OK;
-    ChppFnRes *f;
+    ChppFnRes *f, in;
+    const char *bad;
+    uint32_t val, max;
 
     if (pci_is_vf(PCI_DEVICE(s))) {
         return chpp_cmd_fail(s, CHPP_STAT_PF_ONLY, "VF %u: command reserved "
@@ -174,35 +206,35 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                              r.weight, r.priority);
     }
     if (fn) {
-        if (!chpp_range_ok(le32_to_cpu(r.num_qps), CHPP_MAX_QPS) ||
-            !chpp_range_ok(le32_to_cpu(r.num_cqs), CHPP_MAX_CQS) ||
-            !chpp_range_ok(le32_to_cpu(r.num_eqs), CHPP_MAX_EQS) ||
-            !chpp_range_ok(le32_to_cpu(r.num_mpts), CHPP_MAX_MPTS) ||
-            !chpp_range_ok(le32_to_cpu(r.num_pds), CHPP_MAX_PDS) ||
-            !chpp_range_ok(le32_to_cpu(r.num_mtts), CHPP_MAX_MTTS) ||
-            !chpp_range_ok(le32_to_cpu(r.msix_vectors),
-                           CHPP_MAX_MSIX_VECTORS)) {
-            return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "VF %u: a resource "
-                                 "count is out of range", fn);
+        in = (ChppFnRes) {
+            .num_qps = le32_to_cpu(r.num_qps),
+            .num_cqs = le32_to_cpu(r.num_cqs),
+            .num_eqs = le32_to_cpu(r.num_eqs),
+            .num_mpts = le32_to_cpu(r.num_mpts),
+            .num_pds = le32_to_cpu(r.num_pds),
+            .num_mtts = le32_to_cpu(r.num_mtts),
+            .msix_vectors = le32_to_cpu(r.msix_vectors),
+        };
+        bad = chpp_vf_res_invalid(s, &in, &val, &max);
+        if (bad) {
+            return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "VF %u: %s %u "
+                                 "(1..%u, the PF's own)", fn, bad, val, max);
         }
         if (pcie_sriov_num_vfs(PCI_DEVICE(s)) &&
-            (f->num_qps != le32_to_cpu(r.num_qps) ||
-             f->num_cqs != le32_to_cpu(r.num_cqs) ||
-             f->num_eqs != le32_to_cpu(r.num_eqs) ||
-             f->num_mpts != le32_to_cpu(r.num_mpts) ||
-             f->num_pds != le32_to_cpu(r.num_pds) ||
-             f->num_mtts != le32_to_cpu(r.num_mtts) ||
-             f->msix_vectors != le32_to_cpu(r.msix_vectors))) {
+            (f->num_qps != in.num_qps || f->num_cqs != in.num_cqs ||
+             f->num_eqs != in.num_eqs || f->num_mpts != in.num_mpts ||
+             f->num_pds != in.num_pds || f->num_mtts != in.num_mtts ||
+             f->msix_vectors != in.msix_vectors)) {
             return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY, "VF resources "
                                  "change only while VFs are disabled");
         }
-        f->num_qps = le32_to_cpu(r.num_qps);
-        f->num_cqs = le32_to_cpu(r.num_cqs);
-        f->num_eqs = le32_to_cpu(r.num_eqs);
-        f->num_mpts = le32_to_cpu(r.num_mpts);
-        f->num_pds = le32_to_cpu(r.num_pds);
-        f->num_mtts = le32_to_cpu(r.num_mtts);
-        f->msix_vectors = le32_to_cpu(r.msix_vectors);
+        f->num_qps = in.num_qps;
+        f->num_cqs = in.num_cqs;
+        f->num_eqs = in.num_eqs;
+        f->num_mpts = in.num_mpts;
+        f->num_pds = in.num_pds;
+        f->num_mtts = in.num_mtts;
+        f->msix_vectors = in.msix_vectors;
     }
     f->weight = r.weight;
     f->priority = r.priority;

@@ -24,8 +24,14 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
-int chpp_refuse(ChppHcaState *s, const char *why)
+int chpp_refuse(ChppHcaState *s, const char *fmt, ...)
 {
+    g_autofree char *why = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
     trace_chpp_hca_vmstate_refused(s->func, why);
     error_report("chpp-hca: function %u: incoming state refused: %s",
                  s->func, why);
@@ -42,27 +48,31 @@ static int chpp_function_post_load(void *opaque, int version_id)
 {
     ChppHcaState *s = opaque;
     unsigned i;
+    int ret;
 
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
         if (s->port_state[i] != CHPP_PORT_DOWN &&
             s->port_state[i] != CHPP_PORT_ACTIVE) {
-            return chpp_refuse(s, "port state");
+            return chpp_refuse(s, "port state: port_state[%u] %u", i,
+                               s->port_state[i]);
         }
     }
-    if (!chpp_eq_post_load(s)) {
-        return chpp_refuse(s, "event queues");
+    /* In this order: QPs refer to CQs, the engine to the QPs' rings. */
+    ret = chpp_eq_post_load(s);
+    if (!ret) {
+        ret = chpp_mr_post_load(s);
     }
-    if (!chpp_mr_post_load(s)) {
-        return chpp_refuse(s, "memory regions");
+    if (!ret) {
+        ret = chpp_cq_post_load(s);
     }
-    if (!chpp_cq_post_load(s)) {
-        return chpp_refuse(s, "completion queues");
+    if (!ret) {
+        ret = chpp_qp_post_load(s);
     }
-    if (!chpp_qp_post_load(s)) {
-        return chpp_refuse(s, "queue pairs");
+    if (!ret) {
+        ret = chpp_engine_check_load(s);
     }
-    if (!chpp_engine_check_load(s)) {
-        return chpp_refuse(s, "doorbell FIFO or engine state");
+    if (ret) {
+        return ret;
     }
     chpp_cmd_post_load(s);
     chpp_engine_post_load(s);
@@ -166,20 +176,6 @@ static const VMStateDescription vmstate_chpp_fn_res = {
     }
 };
 
-/* The quotas a VF is created with: what SET_VF_RES accepts. */
-static bool chpp_fn_res_ok(const ChppFnRes *r)
-{
-    return r->num_qps >= 1 && r->num_qps <= CHPP_MAX_QPS &&
-           r->num_cqs >= 1 && r->num_cqs <= CHPP_MAX_CQS &&
-           r->num_eqs >= 1 && r->num_eqs <= CHPP_MAX_EQS &&
-           r->num_mpts >= 1 && r->num_mpts <= CHPP_MAX_MPTS &&
-           r->num_pds >= 1 && r->num_pds <= CHPP_MAX_PDS &&
-           r->num_mtts >= 1 && r->num_mtts <= CHPP_MAX_MTTS &&
-           r->msix_vectors >= 1 &&
-           r->msix_vectors <= CHPP_MAX_MSIX_VECTORS &&
-           r->weight >= 1 && r->priority <= CHPP_ARB_MAX_PRIORITY;
-}
-
 /*
  * The arbiter's running values stay within a small multiple of the sum of
  * the weights; a stream with values near INT32 limits could overflow them.
@@ -221,9 +217,19 @@ static int chpp_sriov_post_load(void *opaque, int version_id)
     if (!s->params.sriov_max_vfs) {
         return chpp_refuse(s, "SR-IOV state for a PF without SR-IOV");
     }
+    /* The quotas a VF is created with: what SET_VF_RES accepts. */
     for (i = 1; i <= s->params.sriov_max_vfs; i++) {
-        if (!chpp_fn_res_ok(&s->fn_res[i])) {
-            return chpp_refuse(s, "VF quotas out of range");
+        const ChppFnRes *r = &s->fn_res[i];
+        uint32_t val, max;
+        const char *bad = chpp_vf_res_invalid(s, r, &val, &max);
+
+        if (bad) {
+            return chpp_refuse(s, "VF quotas: fn_res[%u].%s %u (1..%u, the "
+                               "PF's own)", i, bad, val, max);
+        }
+        if (!r->weight || r->priority > CHPP_ARB_MAX_PRIORITY) {
+            return chpp_refuse(s, "VF quotas: fn_res[%u] weight %u priority "
+                               "%u", i, r->weight, r->priority);
         }
     }
     for (i = 0; i <= CHPP_MAX_VFS; i++) {

@@ -296,6 +296,11 @@ static void chpp_hca_exit(PCIDevice *pdev)
     chpp_cmd_reset(s);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->bar0, &s->bar0);
+    /*
+     * A subregion holds a reference to its owner, here the device itself:
+     * left in BAR0, it would keep a VF alive after pcie_sriov drops it.
+     */
+    memory_region_del_subregion(&s->bar0, &s->regs);
 }
 
 static void chpp_hca_finalize(Object *obj)

@@ -164,6 +164,9 @@ typedef struct ChppQpEngine {
     uint64_t atomic_orig;
 } ChppQpEngine;
 
+/* Retry counts of a QP (retry_cnt, rnr_retry): 3 bits, 7 = no limit. */
+#define CHPP_QP_MAX_RETRY       7
+
 typedef struct ChppQp {
     uint8_t state;              /* enum chpp_qp_state */
     uint8_t type;               /* enum chpp_qp_type */
@@ -368,7 +371,7 @@ void chpp_irq(ChppHcaState *s, unsigned vector);
  * Nothing else in the device turns a guest-supplied address into a DMA.
  */
 void chpp_mr_reset(ChppHcaState *s);
-bool chpp_mr_post_load(ChppHcaState *s);
+int chpp_mr_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_sw2hw_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_mpt(ChppHcaState *s, uint32_t idx);
 uint8_t chpp_cmd_query_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox);
@@ -392,7 +395,7 @@ bool chpp_ring_rw(ChppHcaState *s, const ChppRing *ring, uint64_t offset,
 
 /* chpp-hca-cq.c: completion queues. */
 void chpp_cq_reset(ChppHcaState *s);
-bool chpp_cq_post_load(ChppHcaState *s);
+int chpp_cq_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_sw2hw_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_cq(ChppHcaState *s, uint32_t cqn);
 uint8_t chpp_cmd_query_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox);
@@ -411,7 +414,7 @@ void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
 
 /* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
 void chpp_qp_reset(ChppHcaState *s);
-bool chpp_qp_post_load(ChppHcaState *s);
+int chpp_qp_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                            uint64_t mailbox);
 uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
@@ -429,7 +432,7 @@ void chpp_engine_init(ChppHcaState *s);
 void chpp_engine_stop(ChppHcaState *s);
 void chpp_engine_fini(ChppHcaState *s);
 void chpp_engine_reset(ChppHcaState *s);
-bool chpp_engine_check_load(ChppHcaState *s);
+int chpp_engine_check_load(ChppHcaState *s);
 void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
@@ -490,6 +493,9 @@ void chpp_debug_register(ChppHcaState *s, bool add);
 ChppHcaState *chpp_pf(ChppHcaState *s);
 ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn);
 void chpp_sriov_defaults(ChppHcaState *s);
+/* A VF count beyond its PF's own: its name, value (@val) and bound. */
+const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
+                                uint32_t *val, uint32_t *max);
 void chpp_sriov_vf_params(ChppHcaState *s);
 void chpp_sriov_init_pf(ChppHcaState *s);
 void chpp_sriov_exit_pf(ChppHcaState *s);
@@ -531,7 +537,7 @@ uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
 
 /* chpp-hca-eq.c */
 void chpp_eq_reset(ChppHcaState *s);
-bool chpp_eq_post_load(ChppHcaState *s);
+int chpp_eq_post_load(ChppHcaState *s);
 void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
 /*
@@ -549,8 +555,11 @@ uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_hca;
-/* Refuse incoming state (error message, trace); returns -EINVAL. */
-int chpp_refuse(ChppHcaState *s, const char *why);
+/*
+ * Refuse incoming state (error message, trace naming the field and its
+ * value); returns -EINVAL.
+ */
+int G_GNUC_PRINTF(2, 3) chpp_refuse(ChppHcaState *s, const char *fmt, ...);
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;

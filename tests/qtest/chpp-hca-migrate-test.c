@@ -96,7 +96,7 @@ static void test_migrate_vfs(void)
     ChppDev *dst;
     int i;
 
-    set_vf_res(p, 2, 6, 3);
+    set_vf_res(p, 2, 3, 3);
     chpp_pf_vfs_set(p, NVFS);
     for (i = 0; i <= NVFS; i++) {
         chpp_node_setup(&fn[i], i ? p->vf[i] : p->d, 0, i);
@@ -182,12 +182,12 @@ static void test_migrate_vfs(void)
     g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_QUERY_VF_RES, 0, 2,
                              p->d->mbox_out), ==, CHPP_STAT_OK);
     qtest_memread(p->d->qts, p->d->mbox_out, &res, sizeof(res));
-    g_assert_cmpuint(le32_to_cpu(res.num_qps), ==, 6);
+    g_assert_cmpuint(le32_to_cpu(res.num_qps), ==, 3);
     g_assert_cmpuint(res.weight, ==, 3);
     g_assert_cmphex(chpp_cmd(fn[2].d, CHPP_CMD_QUERY_DEV_CAP, 0, 0,
                              fn[2].d->mbox_out), ==, CHPP_STAT_OK);
     qtest_memread(p->d->qts, fn[2].d->mbox_out, &cap, sizeof(cap));
-    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 6);
+    g_assert_cmpuint(le32_to_cpu(cap.max_qps), ==, 3);
 
     /* The completion VF3 had not polled is there, once. */
     chpp_node_expect(&fn[3], SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 2048);
@@ -369,6 +369,17 @@ static size_t at_num_vfs(const uint8_t *data, size_t len)
     return find(data, len, vfs_header, strlen(vfs_header)) - 1;
 }
 
+/*
+ * The low byte of VF1's num_qps quota (be32) in "chpp-hca/sriov": after its
+ * header and version, function 0's quotas (7 counts, weight, priority).
+ */
+static const char sriov_header[] = "\x05\x0e" "chpp-hca/sriov";
+static size_t at_vf1_num_qps(const uint8_t *data, size_t len)
+{
+    return find(data, len, sriov_header, strlen(sriov_header)) +
+           strlen(sriov_header) + 4 + 7 * 4 + 2 + 3;
+}
+
 static const Corruption corruptions[] = {
     { "port state", at_vf1_port_state, 0x77,
       "chpp_hca_vmstate_refused function 1: port state" },
@@ -376,6 +387,10 @@ static const Corruption corruptions[] = {
     { "VF count", at_num_vfs, 0, NULL },
     { "VF count above TotalVFs", at_num_vfs, CHPP_MAX_VFS + 1,
       "chpp_hca_vmstate_refused function 0: VF count disagrees" },
+    /* The PF has CHPP_DEFAULT_QPS QPs: a VF cannot have more. */
+    { "VF quota above the PF's", at_vf1_num_qps, CHPP_DEFAULT_QPS + 1,
+      "chpp_hca_vmstate_refused function 0: VF quotas: fn_res[1].num_qps 5 "
+      "(1..4, the PF's own)" },
 };
 
 /*
@@ -536,6 +551,256 @@ static void test_refuse_bad_deferred_events(void)
     rmdir(dir);
 }
 
+/* ---- refused queue and engine state ----------------------------------- */
+
+/*
+ * Offsets in the stream of a QP's fields ("chpp-hca-qp" and its engine),
+ * from its dest_qpn; 44 bytes of fields come before it.
+ */
+enum {
+    QP_HEAD = 44,
+    QP_SQ_PSN = 8,
+    QP_SQ_PI = 24, QP_SQ_CI = 28, QP_RQ_PI = 32, QP_RQ_CI = 36,
+    QP_SQ_COMP = 40, QP_SQ_LIMIT = 44,
+    QP_INFL = 48,                           /* 16 entries of 36 bytes */
+    QP_INFL_HEAD = 624, QP_INFL_COUNT = 628, QP_RD_ATOMIC = 632,
+    QP_RETRY_LEFT = 636, QP_RECV_WQE_IDX = 649,
+    QP_RD = 659,                            /* 16 entries of 24 bytes */
+    QP_RD_HEAD = 1043, QP_RD_COUNT = 1047,
+    QP_SIZE = QP_HEAD + 1065,
+};
+/* In an in-flight WQE entry and in a GET response entry. */
+enum {
+    INFL_WQE_IDX = 8, INFL_LENGTH = 20, INFL_SENT = 24, INFL_DONE = 28,
+    INFL_OPCODE = 32,
+};
+enum { RD_SENT = 20 };
+/* A CQ: 30 bytes; EQ fields from its base address. */
+enum { CQ_SIZE = 30, CQ_HW = 0, CQ_NENT = 8, CQ_PI = 16, CQ_CI = 20 };
+enum { EQ_NENT = 8, EQ_PI = 12, EQ_CI = 16 };
+#define SEND_LEN    2048
+
+static uint32_t be32_at(const uint8_t *data, size_t at)
+{
+    return ldl_be_p(data + at);
+}
+
+/* Where QP @qpn's dest_qpn is: its dest_qpn, dest_vf, magics and flags. */
+static size_t qp_at(const uint8_t *data, size_t len, uint32_t dest_qpn,
+                    uint8_t dest_magic, uint8_t magic)
+{
+    uint8_t marker[8];
+
+    stl_be_p(marker, dest_qpn);
+    marker[4] = 0;
+    marker[5] = dest_magic;
+    marker[6] = magic;
+    marker[7] = 0;
+    return find(data, len, marker, sizeof(marker));
+}
+
+typedef struct Patch {
+    const char *what;
+    size_t at[2];
+    uint32_t val[2];
+    const char *expect;     /* in the refusal's trace line */
+    bool byte;              /* the values are bytes, not be32 */
+} Patch;
+
+/* Load @data with the values of @p written in: refused as expected. */
+static void load_patched(const uint8_t *data, size_t len, const char *dir,
+                         const Patch *p)
+{
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree char *expect = g_strdup_printf(
+        "chpp_hca_vmstate_refused function 0: %s", p->expect);
+    g_autofree uint8_t *copy = g_memdup2(data, len);
+    g_autofree char *text = NULL;
+    int i;
+
+    for (i = 0; i < 2 && p->at[i]; i++) {
+        g_test_message("%s: 0x%x -> 0x%x at %zu", p->what,
+                       p->byte ? data[p->at[i]] : be32_at(data, p->at[i]),
+                       p->val[i], p->at[i]);
+        if (p->byte) {
+            copy[p->at[i]] = p->val[i];
+        } else {
+            stl_be_p(copy + p->at[i], p->val[i]);
+        }
+    }
+    g_assert(memcmp(copy, data, len));
+    g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+    unlink(log);
+    load_stream(bad, log, false);
+    g_assert(g_file_get_contents(log, &text, NULL, NULL));
+    if (!strstr(text, expect)) {
+        g_error("%s: no \"%s\" in the trace:\n%s", p->what, expect, text);
+    }
+    unlink(bad);
+    unlink(log);
+}
+
+/* Where the fields of the queue state stream are, and some values. */
+typedef struct QueuePos {
+    size_t q0, q1, q2;      /* QP 0, 1 and 2 (from dest_qpn) */
+    size_t infl, rd;        /* QP 0's WQE in flight, QP 1's GET response */
+    size_t eq0, cq0, fifo;  /* EQ 0 (base), CQ 0, the doorbell FIFO */
+    uint32_t eq_pi, cq_pi, db_head;
+} QueuePos;
+
+/* Load @data with one field at a time put off its ring or table. */
+static void refuse_queue_patches(const uint8_t *data, size_t len,
+                                 const char *dir, const QueuePos *at)
+{
+    g_autofree char *fifo_why = g_strdup_printf("db_fifo[%u]: QP 9 of 4",
+                                                at->db_head);
+    const size_t db_head = at->fifo + 4 * CHPP_DB_FIFO_DEPTH;
+    const Patch patches[] = {
+        /* QP ring indices */
+        { "rq_pi off 16 bits", { at->q1 + QP_RQ_PI }, { 0x10001 },
+          "QP 1: rq_pi 0x10001 beyond 16 bits" },
+        { "rq_pi past the RQ", { at->q1 + QP_RQ_PI }, { 17 },
+          "QP 1: rq_pi 0x11 is more than the RQ's 16 WQEs past rq_ci 0x0" },
+        { "sq_pi off 16 bits", { at->q0 + QP_SQ_PI }, { 0x10000 },
+          "QP 0: sq_pi 0x10000 beyond 16 bits" },
+        { "sq_pi past the SQ", { at->q0 + QP_SQ_PI }, { 17 },
+          "QP 0: sq_pi 0x11 is 17 WQEs past eng.sq_comp 0x0" },
+        { "sq_ci past sq_pi", { at->q0 + QP_SQ_CI }, { 2 },
+          "QP 0: sq_ci 0x2 not from eng.sq_comp 0x0 to sq_pi 0x1" },
+        { "sq_limit off 16 bits", { at->q0 + QP_SQ_LIMIT }, { 0x10005 },
+          "QP 0: eng.sq_limit 0x10005 beyond 16 bits" },
+        { "sq_limit before sq_ci", { at->q0 + QP_SQ_LIMIT }, { 0 },
+          "QP 0: eng.sq_limit 0x0 not from sq_ci 0x1" },
+        { "sq_comp past the WQE in flight", { at->q0 + QP_SQ_COMP }, { 1 },
+          "QP 0: eng.sq_comp 0x1: sq_ci 0x1, but eng.infl_count 1" },
+        { "recv_wqe_idx off 16 bits", { at->q1 + QP_RECV_WQE_IDX },
+          { 0x10000 }, "QP 1: eng.recv_wqe_idx 0x10000 beyond 16 bits" },
+        { "indices of a QP in RESET", { at->q2 + QP_RQ_PI }, { 3 },
+          "QP 2: rq_pi 0x3 in RESET" },
+        /* engine counters */
+        { "infl_count", { at->q0 + QP_INFL_COUNT }, { 17 },
+          "QP 0: eng.infl_head 0 or eng.infl_count 17" },
+        { "rd_count", { at->q1 + QP_RD_COUNT }, { 17 },
+          "QP 1: eng.rd_head 0 or eng.rd_count 17" },
+        { "rd_atomic", { at->q0 + QP_RD_ATOMIC }, { 2 },
+          "QP 0: eng.rd_atomic 2 of eng.infl_count 1" },
+        { "retry_left", { at->q0 + QP_RETRY_LEFT }, { 9 },
+          "QP 0: eng.retry_left 9", true },
+        /* the WQE in flight, a GET response */
+        { "inflight sent", { at->infl + INFL_SENT }, { 2 },
+          "QP 0: eng.inflight[0].sent 2 of 1 packets" },
+        { "inflight done", { at->infl + INFL_DONE }, { SEND_LEN + 1 },
+          "QP 0: eng.inflight[0].done 2049 of 2048 bytes" },
+        { "inflight opcode", { at->infl + INFL_OPCODE }, { 0x77 },
+          "QP 0: eng.inflight[0].opcode 119", true },
+        { "inflight wqe_idx", { at->infl + INFL_WQE_IDX }, { 5 },
+          "QP 0: eng.inflight[0].wqe_idx 0x5, not WQE 0x0" },
+        { "GET response sent", { at->q1 + QP_RD_COUNT, at->rd + RD_SENT },
+          { 1, 1 }, "QP 1: eng.rd[0].sent 1 of 1 packets" },
+        /* event and completion queues, the doorbell FIFO */
+        { "EQ pi off 24 bits", { at->eq0 + EQ_PI }, { 0x1000000 },
+          "EQ 0: pi 0x1000000" },
+        { "EQ ci past pi", { at->eq0 + EQ_CI }, { at->eq_pi + 1 },
+          "EQ 0: ci 0x" },
+        { "CQ ci past pi", { at->cq0 + CQ_CI }, { at->cq_pi + 1 },
+          "CQ 0: ci 0x" },
+        { "db_head", { db_head }, { 40 }, "db_head 40" },
+        { "db_fifo entry", { db_head + 4, at->fifo + 4 * at->db_head },
+          { 1, 9 }, fifo_why },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(patches); i++) {
+        load_patched(data, len, dir, &patches[i]);
+    }
+}
+
+/*
+ * Every loaded ring index and counter is checked against its ring or
+ * table: a stream with one off is refused, naming it, and the destination
+ * ends instead of hanging (rq_pi 0x10001 used to load, and the next
+ * 2ERR_QP flushed receives from rq_ci to rq_pi forever with the BQL held).
+ * QP 0 (RC, 16-entry rings) has a SEND waiting out RNR NAKs from QP 1,
+ * which has no receive; QP 2 is in RESET.
+ */
+static void test_refuse_bad_queue_state(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-bad-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("%s/good", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *data = NULL;
+    ChppDev *d = chpp_start(NULL, NULL);
+    uint8_t eq_marker[12];
+    ChppNode a, b;
+    QueuePos at;
+    uint32_t key;
+    uint64_t buf;
+    size_t len;
+    unsigned i;
+
+    chpp_node_setup(&a, d, 0, 0);
+    b = a;
+    chpp_node_qp(&a, 0, 0xa7, 4, 8);
+    chpp_node_qp(&b, 1, 0xb9, 4, 8);
+    chpp_node_connect(&a, &b, 14, 3);
+    chpp_node_connect(&b, &a, 14, 3);
+    buf = buf_mr(&a, 4096, &key);
+    chpp_node_post(&a, CHPP_WQE_SEND, 1, buf, SEND_LEN, key, 0, 0, true);
+    for (i = 0; i < 20 && !chpp_counter(d, CHPP_CNT_RNR_NAKS); i++) {
+        qtest_clock_step(d->qts, 100000);
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_RNR_NAKS), >=, 1);
+    stq_be_p(eq_marker, a.eq);
+    stl_be_p(eq_marker + 8, 256);
+    save_to_file(d->qts, good);
+    chpp_stop(d);
+    g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
+
+    /* Where the fields are, checked against what they hold. */
+    at.q0 = qp_at(data, len, 1, 0xb9, 0xa7);
+    at.q1 = qp_at(data, len, 0, 0xa7, 0xb9);
+    g_assert_cmpuint(at.q1, ==, at.q0 + QP_SIZE);
+    at.q2 = at.q1 + QP_SIZE;
+    at.infl = at.q0 + QP_INFL;
+    at.rd = at.q1 + QP_RD;
+    g_assert_cmphex(be32_at(data, at.q0 + QP_SQ_PSN), ==, 0x501);
+    g_assert_cmphex(be32_at(data, at.q0 + QP_SQ_PI), ==, 1);
+    g_assert_cmphex(be32_at(data, at.q0 + QP_SQ_CI), ==, 1);
+    g_assert_cmphex(be32_at(data, at.q0 + QP_SQ_COMP), ==, 0);
+    g_assert_cmphex(be32_at(data, at.q0 + QP_SQ_LIMIT), ==, 1);
+    g_assert_cmpuint(be32_at(data, at.q0 + QP_INFL_HEAD), ==, 0);
+    g_assert_cmpuint(be32_at(data, at.q0 + QP_INFL_COUNT), ==, 1);
+    g_assert_cmpuint(be32_at(data, at.infl + INFL_LENGTH), ==, SEND_LEN);
+    g_assert_cmpuint(be32_at(data, at.infl + INFL_SENT), ==, 1);
+    g_assert_cmpuint(data[at.infl + INFL_OPCODE], ==, CHPP_WQE_SEND);
+    g_assert_cmphex(be32_at(data, at.q1 + QP_RQ_PI), ==, 0);
+    g_assert_cmpuint(be32_at(data, at.q1 + QP_RD_HEAD), ==, 0);
+    g_assert_cmpuint(be32_at(data, at.q1 + QP_RD_COUNT), ==, 0);
+    for (i = 0; i < QP_SIZE; i++) {
+        g_assert_cmpuint(data[at.q2 - QP_HEAD + i], ==, 0);
+    }
+    /* The CQs come just before the QPs, the doorbell FIFO after them. */
+    at.cq0 = at.q0 - QP_HEAD - CHPP_DEFAULT_CQS * CQ_SIZE;
+    g_assert_cmpuint(data[at.cq0 + CQ_HW], ==, 1);
+    g_assert_cmpuint(be32_at(data, at.cq0 + CQ_NENT), ==, 256);
+    at.cq_pi = be32_at(data, at.cq0 + CQ_PI);
+    at.fifo = at.q0 - QP_HEAD + CHPP_DEFAULT_QPS * QP_SIZE;
+    at.db_head = be32_at(data, at.fifo + 4 * CHPP_DB_FIFO_DEPTH);
+    g_assert_cmpuint(at.db_head, <, CHPP_DB_FIFO_DEPTH);
+    g_assert_cmpuint(be32_at(data, at.fifo + 4 * CHPP_DB_FIFO_DEPTH + 4), ==,
+                     0);
+    at.eq0 = find(data, len, eq_marker, sizeof(eq_marker));
+    at.eq_pi = be32_at(data, at.eq0 + EQ_PI);
+
+    /* The stream as saved loads. */
+    load_stream(good, log, true);
+    refuse_queue_patches(data, len, dir, &at);
+    unlink(good);
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -549,5 +814,7 @@ int main(int argc, char **argv)
                    test_refuse_bad_vf_state);
     qtest_add_func("/chpp-hca/migrate/refuse-bad-deferred-events",
                    test_refuse_bad_deferred_events);
+    qtest_add_func("/chpp-hca/migrate/refuse-bad-queue-state",
+                   test_refuse_bad_queue_state);
     return g_test_run();
 }

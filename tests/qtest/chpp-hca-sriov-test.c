@@ -8,6 +8,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qapi/qmp/qdict.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
@@ -89,6 +90,77 @@ static void test_enable_disable(void)
     chpp_pf_stop(p);
 }
 
+/* VmRSS of the QEMU under test, in KiB. */
+static uint64_t qemu_rss_kib(void)
+{
+    int pid = chpp_find_qemu_pid(0);
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+    g_autofree char *text = NULL;
+    char *p;
+
+    g_assert(pid > 0 && g_file_get_contents(path, &text, NULL, NULL));
+    p = strstr(text, "VmRSS:");
+    g_assert(p);
+    return g_ascii_strtoull(p + 6, NULL, 10);
+}
+
+/*
+ * Run QEMU's pending RCU callbacks: an unplugged VF is freed by one (its
+ * memory regions leave the flat views there).  A device_add that fails
+ * drains them before it returns (qmp_device_add).
+ */
+static void drain_rcu(ChppPf *p)
+{
+    QDict *rsp = qtest_qmp(p->d->qts, "{ 'execute': 'device_add', "
+                           "'arguments': { 'driver': 'chpp-hca-vf' } }");
+
+    g_assert(qdict_haskey(rsp, "error"));
+    qobject_unref(rsp);
+}
+
+/* Set VF Enable with every VF, then clear it, @n times. */
+static void vf_enable_cycles(ChppPf *p, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        chpp_pf_cfg_wr16(p, 0, SRIOV + PCI_SRIOV_NUM_VF, CHPP_MAX_VFS);
+        chpp_pf_cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL,
+                         PCI_SRIOV_CTRL_VFE | PCI_SRIOV_CTRL_MSE);
+        g_assert_cmphex(cfg_rd(p, CHPP_MAX_VFS, CHPP_PCI_CAP_EXP) & 0xff, ==,
+                        PCI_CAP_ID_EXP);
+        chpp_pf_cfg_wr16(p, 0, SRIOV + PCI_SRIOV_CTRL, 0);
+        g_assert_cmphex(cfg_rd(p, CHPP_MAX_VFS, CHPP_PCI_CAP_EXP), ==,
+                        0xffffffff);
+        drain_rcu(p);
+    }
+}
+
+/*
+ * A guest toggling VF Enable must not grow QEMU.  QEMU 7.2's pcie_sriov
+ * kept pci_new()'s reference to every VF it unplugged (fixed in
+ * scripts/qemu-hooks.patch), and BAR0's register subregion referenced its
+ * own VF: either leaked the VF objects, about 130 KiB per cycle of 7 VFs
+ * (40 MiB over this test).  A leaked VF is unparented, so the QOM tree
+ * cannot count it: RSS does, after a warm-up, with the RCU callbacks that
+ * free unplugged VFs drained after every cycle (without that, RSS swings
+ * by tens of MiB with how far the RCU thread lags).
+ */
+static void test_enable_cycles_bounded(void)
+{
+    ChppPf *p = chpp_pf_start(NULL, NULL);
+    uint64_t before, after;
+
+    vf_enable_cycles(p, 20);
+    before = qemu_rss_kib();
+    vf_enable_cycles(p, 300);
+    after = qemu_rss_kib();
+    g_test_message("QEMU RSS %" PRIu64 " KiB -> %" PRIu64 " KiB over 300 "
+                   "cycles of %u VFs", before, after, CHPP_MAX_VFS);
+    g_assert_cmpuint(after, <, before + 16 * 1024);
+    chpp_pf_stop(p);
+}
+
 static void set_vf_res(ChppPf *p, int fn, uint32_t qps, uint8_t weight,
                        uint8_t prio, uint8_t status)
 {
@@ -104,9 +176,74 @@ static void set_vf_res(ChppPf *p, int fn, uint32_t qps, uint8_t weight,
                              0), ==, status);
 }
 
+/* The PF's own resources, each a different number. */
+#define PF_RES  "num-qps=16,num-cqs=12,num-eqs=6,num-mpts=80,num-pds=20," \
+                "num-mtts=5000,msix-vectors=6"
+
+static void vf_res_query(ChppPf *p, int fn, struct chpp_vf_res *r)
+{
+    g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_QUERY_VF_RES, 0, fn,
+                             p->d->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(p->d->qts, p->d->mbox_out, r, sizeof(*r));
+}
+
+/*
+ * A VF never gets more of a resource than the PF itself has: SET_VF_RES
+ * takes 1..the PF's value of each count and refuses one more with
+ * BAD_PARAM, so the VFs' tables are bounded by sriov-max-vfs times the
+ * PF's (docs/sriov.md).  The defaults are within it too.
+ */
+static void test_vf_quotas_bounded_by_pf(void)
+{
+    static const uint32_t pf[] = { 16, 12, 6, 80, 20, 5000, 6 };
+    ChppPf *p = chpp_pf_start(PF_RES, NULL);
+    struct chpp_vf_res r, q;
+    uint32_t *cnt = &r.num_qps;
+    unsigned i;
+
+    QEMU_BUILD_BUG_ON(offsetof(struct chpp_vf_res, msix_vectors) !=
+                      6 * sizeof(uint32_t));
+    /* The PF's own counts (QUERY_VF_RES of function 0): all accepted. */
+    vf_res_query(p, 0, &r);
+    for (i = 0; i < ARRAY_SIZE(pf); i++) {
+        g_assert_cmpuint(le32_to_cpu(cnt[i]), ==, pf[i]);
+    }
+    r.weight = 1;
+    qtest_memwrite(p->d->qts, p->d->mbox_in, &r, sizeof(r));
+    g_assert_cmphex(chpp_cmd(p->d, CHPP_CMD_SET_VF_RES, p->d->mbox_in,
+                             CHPP_MAX_VFS, 0), ==, CHPP_STAT_OK);
+    for (i = 0; i < ARRAY_SIZE(pf); i++) {
+        vf_res_query(p, 0, &r);
+        r.weight = 1;
+        cnt[i] = cpu_to_le32(pf[i] + 1);
+        qtest_memwrite(p->d->qts, p->d->mbox_in, &r, sizeof(r));
+        chpp_assert_cmd_fails(p->d, CHPP_STAT_BAD_PARAM, CHPP_CMD_SET_VF_RES,
+                              p->d->mbox_in, 1, 0);
+    }
+    /* Refused: VF 1 kept its defaults; VF 7 has the PF's counts. */
+    vf_res_query(p, 1, &q);
+    g_assert_cmpuint(le32_to_cpu(q.num_qps), ==, CHPP_VF_DEFAULT_QPS);
+    g_assert_cmpuint(le32_to_cpu(q.num_mtts), ==, CHPP_VF_DEFAULT_MTTS);
+    vf_res_query(p, CHPP_MAX_VFS, &q);
+    g_assert_cmpuint(le32_to_cpu(q.num_mtts), ==, 5000);
+    chpp_pf_vfs_set(p, CHPP_MAX_VFS);
+    g_assert_cmpuint(chpp_rd(p->vf[CHPP_MAX_VFS], CHPP_REG_MSIX_INFO), ==, 6);
+    chpp_pf_stop(p);
+
+    /* A PF smaller than the FPGA's split gives its VFs its own counts. */
+    p = chpp_pf_start("num-qps=2,msix-vectors=2", NULL);
+    vf_res_query(p, 1, &q);
+    g_assert_cmpuint(le32_to_cpu(q.num_qps), ==, 2);
+    g_assert_cmpuint(le32_to_cpu(q.msix_vectors), ==, 2);
+    g_assert_cmpuint(le32_to_cpu(q.num_cqs), ==, CHPP_VF_DEFAULT_CQS);
+    chpp_pf_vfs_set(p, 1);
+    g_assert_cmpuint(chpp_rd(p->vf[1], CHPP_REG_MSIX_INFO), ==, 2);
+    chpp_pf_stop(p);
+}
+
 static void test_vf_commands_and_quotas(void)
 {
-    ChppPf *p = chpp_pf_start(NULL, NULL);
+    ChppPf *p = chpp_pf_start("num-qps=16", NULL);
     struct chpp_dev_cap cap;
     struct chpp_vf_res r;
 
@@ -447,8 +584,12 @@ int main(int argc, char **argv)
     }
     qtest_add_func("/chpp-hca/sriov/capability", test_capability);
     qtest_add_func("/chpp-hca/sriov/enable-disable", test_enable_disable);
+    qtest_add_func("/chpp-hca/sriov/enable-cycles-bounded",
+                   test_enable_cycles_bounded);
     qtest_add_func("/chpp-hca/sriov/commands-and-quotas",
                    test_vf_commands_and_quotas);
+    qtest_add_func("/chpp-hca/sriov/quotas-bounded-by-pf",
+                   test_vf_quotas_bounded_by_pf);
     qtest_add_func("/chpp-hca/sriov/traffic", test_traffic_between_functions);
     qtest_add_func("/chpp-hca/sriov/isolation", test_isolation);
     qtest_add_func("/chpp-hca/sriov/flr", test_vf_flr);
