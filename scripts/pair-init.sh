@@ -422,8 +422,8 @@ if [ "$MODE" = pair ]; then
     # (QUERY_DB_LOST) and has the device announce their work (RING_SQ). Its
     # log line counts them (rate-limited: what was suppressed is not here).
     ovf=$(dmesg | sed -n 's/.*doorbell FIFO overflow: \([0-9]*\) QP.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
-    say "verbs: $ovf QP doorbells lost to a full FIFO and recovered"
-    VERBS="$VERBS; chpp-verbs-test --pair; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf lost doorbells recovered)"
+    say "verbs: $ovf QPs recovered from doorbells lost to a full FIFO (logged)"
+    VERBS="$VERBS; chpp-verbs-test --pair; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf QP recoveries from lost doorbells logged)"
 fi
 
 # Unbind and bind the PCI function through sysfs: the ib device goes and
