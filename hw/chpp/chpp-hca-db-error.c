@@ -333,6 +333,24 @@ static int chpp_db_err_post_load(void *opaque, int version_id)
             return chpp_refuse(s, "deferred events");
         }
     }
+    /*
+     * A stream from before ABI 1.4 has overflow events but no marks: mark
+     * their QPs, since a later event may take the place of a waiting one
+     * (chpp_db_lost_raise).  Newer streams bring their marks after this.
+     */
+    for (i = 0; i < s->db_err_count; i++) {
+        ChppDbErr *e = chpp_db_err_at(s, i);
+        uint32_t qpn = (uint32_t)e->value >> CHPP_UAR_DB_QPN_SHIFT;
+
+        if (e->type == CHPP_EVENT_DOORBELL_ERROR &&
+            e->subtype == CHPP_DB_ERR_FIFO_OVERFLOW &&
+            qpn < s->params.num_qps) {
+            s->db_lost[qpn / 8] |= 1u << (qpn % 8);
+            if (s->db_lost_qpn == CHPP_DB_LOST_NONE) {
+                s->db_lost_qpn = qpn;
+            }
+        }
+    }
     /* Posted once the VM runs (chpp_engine_vm_state kicks). */
     return 0;
 }
