@@ -42,6 +42,8 @@ const char *chpp_cmd_name(u16 op)
 	case CHPP_CMD_SQD2RTS_QP: return "SQD2RTS_QP";
 	case CHPP_CMD_2RST_QP: return "2RST_QP";
 	case CHPP_CMD_QUERY_QP: return "QUERY_QP";
+	case CHPP_CMD_RING_SQ: return "RING_SQ";
+	case CHPP_CMD_QUERY_DB_LOST: return "QUERY_DB_LOST";
 	case CHPP_CMD_INIT2INIT_QP: return "INIT2INIT_QP";
 	case CHPP_CMD_SQD2SQD_QP: return "SQD2SQD_QP";
 	case CHPP_CMD_NOP: return "NOP";

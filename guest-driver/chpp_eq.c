@@ -5,6 +5,7 @@
  */
 #include <linux/interrupt.h>
 #include <linux/dma-mapping.h>
+#include <linux/slab.h>
 #include "chpp_hca.h"
 
 #define CHPP_ASYNC_EVENTS \
@@ -71,12 +72,13 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 			u32 v = eqe->event.db_error.value;
 
 			/*
-			 * Routine under bursts of user-space posts (perftest
-			 * rings once per WQE): the device counts them all.
+			 * ABI 1.4: one event stands for every QP that lost a
+			 * doorbell until QUERY_DB_LOST answers it.
 			 */
-			dev_warn_ratelimited(d, "doorbell FIFO overflow (value 0x%08x): ringing QP %u again\n",
-					     v, v >> CHPP_UAR_DB_QPN_SHIFT);
-			chpp_qp_sq_redoorbell(dev, v >> CHPP_UAR_DB_QPN_SHIFT);
+			if (dev->fw.abi_minor >= 4)
+				schedule_work(&dev->db_lost_work);
+			else
+				chpp_qp_sq_redoorbell(dev, v >> CHPP_UAR_DB_QPN_SHIFT);
 		} else {
 			dev_err(d, "doorbell refused: offset 0x%x value 0x%llx uar 0x%x\n",
 				eqe->event.db_error.offset,
@@ -89,6 +91,40 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 		dev_warn(d, "unknown event type 0x%02x subtype 0x%02x\n",
 			 eqe->type, eqe->subtype);
 	}
+}
+
+/*
+ * A FIFO_OVERFLOW event (ABI 1.4): read and clear the QPs whose doorbell the
+ * FIFO lost, which answers the event, then have the device announce each
+ * one's work with RING_SQ. Doorbells lost from then on raise a new event.
+ */
+void chpp_db_lost_work(struct work_struct *work)
+{
+	struct chpp_dev *dev = container_of(work, struct chpp_dev,
+					    db_lost_work);
+	struct chpp_db_lost *lost;
+	u32 qpn, nqps, n = 0;
+
+	lost = kzalloc(sizeof(*lost), GFP_KERNEL);
+	if (!lost)
+		return;
+	/* A failure is logged by chpp_cmd; the marks stay on the device. */
+	if (chpp_cmd_query(dev, CHPP_CMD_QUERY_DB_LOST, 0, lost, sizeof(*lost)))
+		goto out;
+	nqps = min_t(u32, lost->num_qps, CHPP_MAX_QPS);
+	for (qpn = 0; qpn < nqps; qpn++) {
+		if (!(lost->qps[qpn / 8] & BIT(qpn % 8)))
+			continue;
+		chpp_qp_sq_redoorbell(dev, qpn);
+		n++;
+	}
+	/* 0: a RING_SQ or an earlier query answered it already. */
+	if (n)
+		dev_info_ratelimited(&dev->pdev->dev,
+				     "doorbell FIFO overflow: %u QP(s) lost a doorbell, recovered with RING_SQ\n",
+				     n);
+out:
+	kfree(lost);
 }
 
 /* Consume every valid EQE, then write the doorbell with the new CI and ARM. */

@@ -100,6 +100,8 @@ struct chpp_dev {
 	struct xarray cq_xa;		/* cqn -> chpp_cq */
 	struct xarray qp_xa;		/* device qpn -> chpp_qp */
 	spinlock_t db_lock;		/* 64-bit CQ doorbells are single writeq */
+	/* doorbells the FIFO lost: QUERY_DB_LOST, then RING_SQ per QP */
+	struct work_struct db_lost_work;
 	struct dentry *dbg;
 };
 
@@ -165,7 +167,7 @@ struct chpp_qp {
 	u32 qkey;
 	bool user;		/* rings in user memory, posted by the process */
 	u16 uar;
-	struct work_struct redb_work;	/* user QP: ring again after FIFO loss */
+	struct work_struct redb_work;	/* RING_SQ after a doorbell FIFO loss */
 };
 
 static inline struct chpp_dev *to_cdev(struct ib_device *ibdev)
@@ -246,7 +248,7 @@ int chpp_umem_map(struct chpp_dev *dev, struct ib_umem *umem,
 		  unsigned long pgsz, u32 *mtt_base, u32 *npages);
 int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 		  struct chpp_buf *buf);
-void chpp_qp_user_redoorbell(struct work_struct *work);
+void chpp_qp_redoorbell_work(struct work_struct *work);
 
 /* chpp_sriov.c */
 int chpp_sriov_configure(struct pci_dev *pdev, int num_vfs);
@@ -282,5 +284,6 @@ int chpp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		   const struct ib_recv_wr **bad);
 void chpp_qp_event(struct chpp_dev *dev, u32 qpn, u8 type);
 void chpp_qp_sq_redoorbell(struct chpp_dev *dev, u32 qpn);
+void chpp_db_lost_work(struct work_struct *work);
 
 #endif /* CHPP_HCA_H */

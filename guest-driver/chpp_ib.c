@@ -325,6 +325,42 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 		ib_dispatch_event(&ev);
 }
 
+/*
+ * Device counters in /sys/class/infiniband/<dev>/hw_counters/ (and rdma
+ * statistic): the doorbell ones, so that lost doorbells can be seen from
+ * user space (devmem cannot map a BAR the driver holds).
+ */
+static const u32 chpp_stat_cnt[] = {
+	CHPP_CNT_DB_FIFO_OVERFLOW,
+	CHPP_CNT_DB_ERRORS,
+	CHPP_CNT_EVENTS_DROPPED,
+};
+
+static const struct rdma_stat_desc chpp_stat_desc[] = {
+	{ .name = "db_fifo_overflow" },
+	{ .name = "db_errors" },
+	{ .name = "events_dropped" },
+};
+
+static struct rdma_hw_stats *chpp_alloc_hw_device_stats(struct ib_device *ibdev)
+{
+	BUILD_BUG_ON(ARRAY_SIZE(chpp_stat_cnt) != ARRAY_SIZE(chpp_stat_desc));
+	return rdma_alloc_hw_stats_struct(chpp_stat_desc,
+					  ARRAY_SIZE(chpp_stat_desc),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int chpp_get_hw_stats(struct ib_device *ibdev,
+			     struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct chpp_dev *dev = to_cdev(ibdev);
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(chpp_stat_cnt); i++)
+		stats->value[i] = chpp_rd(dev, CHPP_REG_CNT(chpp_stat_cnt[i]));
+	return ARRAY_SIZE(chpp_stat_cnt);
+}
+
 const struct ib_device_ops chpp_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -358,6 +394,8 @@ const struct ib_device_ops chpp_dev_ops = {
 	.destroy_qp = chpp_destroy_qp,
 	.post_send = chpp_post_send,
 	.post_recv = chpp_post_recv,
+	.alloc_hw_device_stats = chpp_alloc_hw_device_stats,
+	.get_hw_stats = chpp_get_hw_stats,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, chpp_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, chpp_pd, ibpd),

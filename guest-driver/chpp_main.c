@@ -68,6 +68,8 @@ static void chpp_hw_down(struct chpp_dev *dev)
 		dev->port_open = false;
 	}
 	chpp_eq_cleanup(dev);
+	/* No event can schedule it any more. */
+	cancel_work_sync(&dev->db_lost_work);
 	if (dev->hca_init) {
 		chpp_cmd(dev, CHPP_CMD_CLOSE_HCA, 0, 0, 0, NULL);
 		dev->hca_init = false;
@@ -91,6 +93,7 @@ static int chpp_setup(struct pci_dev *pdev)
 	dev->pdev = pdev;
 	mutex_init(&dev->cmd_mutex);
 	init_completion(&dev->cmd_done);
+	INIT_WORK(&dev->db_lost_work, chpp_db_lost_work);
 	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
 	dev->uar_base = pcim_iomap_table(pdev)[CHPP_BAR_UAR];
 	dev->uar = dev->uar_base + CHPP_KERNEL_UAR * CHPP_UAR_PAGE_SIZE;

@@ -101,7 +101,7 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (idx < 0)
 		return idx == -ENOSPC ? -ENOMEM : idx;
 	qp->idx = idx;
-	INIT_WORK(&qp->redb_work, chpp_qp_user_redoorbell);
+	INIT_WORK(&qp->redb_work, chpp_qp_redoorbell_work);
 	if (udata) {
 		struct chpp_create_qp_cmd cmd = {};
 
@@ -593,21 +593,21 @@ out:
 	return err;
 }
 
-/* The doorbell FIFO lost this QP's entry: ring its SQ again (same PI). */
+/*
+ * The doorbell FIFO lost this QP's entry: RING_SQ in a work item. The xa
+ * lock keeps destroy (xa_erase, then cancel_work_sync) from running
+ * between the lookup and the scheduling.
+ */
 void chpp_qp_sq_redoorbell(struct chpp_dev *dev, u32 qpn)
 {
-	struct chpp_qp *qp = xa_load(&dev->qp_xa, qpn);
+	struct chpp_qp *qp;
 	unsigned long flags;
 
-	if (!qp)
-		return;
-	if (qp->user) {
+	xa_lock_irqsave(&dev->qp_xa, flags);
+	qp = xa_load(&dev->qp_xa, qpn);
+	if (qp)
 		schedule_work(&qp->redb_work);
-		return;
-	}
-	spin_lock_irqsave(&qp->sq_lock, flags);
-	chpp_sq_doorbell(dev, qp);
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	xa_unlock_irqrestore(&dev->qp_xa, flags);
 }
 
 int chpp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -166,17 +166,20 @@ int chpp_ubuf_get(struct chpp_dev *dev, u64 addr, size_t size,
 }
 
 /*
- * The doorbell FIFO lost a user QP's SQ doorbell. The kernel does not know
- * the process's producer index, and a doorbell written with an index read
- * earlier could move it back past one the process rang meanwhile (and be
- * refused): RING_SQ makes the device announce up to the index it recorded.
+ * The doorbell FIFO lost a QP's doorbell. For a user QP the kernel does not
+ * know the process's producer index, and a doorbell written with an index
+ * read earlier could move it back past one the process rang meanwhile (and
+ * be refused): RING_SQ makes the device announce up to the index it
+ * recorded. Kernel QPs use it too: it cannot overflow the FIFO again.
  */
-void chpp_qp_user_redoorbell(struct work_struct *work)
+void chpp_qp_redoorbell_work(struct work_struct *work)
 {
 	struct chpp_qp *qp = container_of(work, struct chpp_qp, redb_work);
 	struct chpp_dev *dev = to_cdev(qp->ibqp.device);
 
 	mutex_lock(&qp->mutex);
-	chpp_cmd(dev, CHPP_CMD_RING_SQ, 0, qp->idx, 0, NULL);
+	/* A reset QP has nothing to announce (and RING_SQ would fail). */
+	if (qp->state != IB_QPS_RESET)
+		chpp_cmd(dev, CHPP_CMD_RING_SQ, 0, qp->idx, 0, NULL);
 	mutex_unlock(&qp->mutex);
 }

@@ -12,7 +12,8 @@
 #
 #   verbs_tools DEV     ibv_devices, ibv_devinfo -v, ibv_rc_pingpong (sizes,
 #                       events) and perftest (write/read/send bandwidth,
-#                       write/send latency) on ib device DEV
+#                       write/send latency; write/send bandwidth on several
+#                       QPs at once) on ib device DEV
 #   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
 #                       "chpp-bench: ..." lines (scripts/bench-verbs.sh)
 
@@ -62,6 +63,12 @@ perf_row() {
     awk -v sz="$2" '$1 == sz && NF >= 5 { print; exit }' "/tmp/$1.log"
 }
 
+# The device counter CHPP_CNT_DB_FIFO_OVERFLOW of ib device $1 (the driver's
+# hw_counters): SQ doorbells the doorbell FIFO lost.
+db_overflows() {
+    cat "/sys/class/infiniband/$1/hw_counters/db_fifo_overflow"
+}
+
 verbs_tools() {
     dev=$1
     ibv_devices >/tmp/devices.log 2>&1 || { cat /tmp/devices.log; fail "ibv_devices"; }
@@ -102,6 +109,36 @@ verbs_tools() {
         [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
         say "verbs $dev: ib_$t 64 KiB x500: $(echo "$row" | awk '{print $4}') MB/s average"
     done
+    # Several QPs ringing at once (-q): more doorbells than the 32-entry
+    # doorbell FIFO holds unless the provider's flow control keeps them in,
+    # and lost ones must be recovered. Needs max_qp >= N on both nodes
+    # (pair.sh gives the PFs 16 QPs; a VF has 4).
+    maxqp=$(sed -n 's/^[[:space:]]*max_qp:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/devinfo.log)
+    ovf0=$(db_overflows "$dev")
+    for tq in write_bw:2 write_bw:4 write_bw:8 send_bw:4; do
+        t=${tq%:*} q=${tq#*:}
+        if [ "$maxqp" -lt "$q" ]; then
+            say "verbs $dev: ib_$t -q $q skipped (max_qp $maxqp)"
+            continue
+        fi
+        name="${dev}$(echo "$t" | tr -d _)q$q"
+        vrun "$name" 180 "ib_$t" -d "$dev" -F -n 500 -q "$q"
+        row=$(perf_row "$name" 65536)
+        [ -n "$row" ] || { cat "/tmp/$name.log"; fail "ib_$t -q $q: no result row"; }
+        say "verbs $dev: ib_$t -q $q 64 KiB x500: $(echo "$row" | awk '{print $4}') MB/s average"
+    done
+    say "verbs $dev: doorbell FIFO overflows during the -q runs: $(($(db_overflows "$dev") - ovf0))"
+    # The same without the provider's flow control: the FIFO loses
+    # doorbells, and the driver must recover every one of them.
+    if [ "$maxqp" -ge 8 ]; then
+        ovf0=$(db_overflows "$dev")
+        name="${dev}writebwq8noflow"
+        vrun "$name" 180 env CHPP_NO_DB_FLOW=1 ib_write_bw -d "$dev" -F -n 500 -q 8
+        row=$(perf_row "$name" 65536)
+        [ -n "$row" ] || { cat "/tmp/$name.log"; fail "ib_write_bw -q 8 (no flow control): no result row"; }
+        say "verbs $dev: ib_write_bw -q 8 without flow control: $(echo "$row" | awk '{print $4}') MB/s average," \
+            "$(($(db_overflows "$dev") - ovf0)) doorbells lost here, all recovered"
+    fi
     for t in write_lat send_lat; do
         vrun "${dev}$(echo $t | tr -d _)" 180 "ib_$t" -d "$dev" -F -n 1000
         row=$(perf_row "${dev}$(echo $t | tr -d _)" 2)

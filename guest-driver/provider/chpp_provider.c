@@ -433,8 +433,9 @@ static struct verbs_context *chpp_alloc_context(struct ibv_device *ibdev,
 		errno = EPROTO;
 		goto fail;
 	}
-	uar = mmap(NULL, CHPP_UAR_PAGE_SIZE, PROT_WRITE, MAP_SHARED, cmd_fd,
-		   ctx->info.uar_mmap_offset);
+	/* Readable too: CHPP_UAR_DB_STATUS, for doorbell flow control. */
+	uar = mmap(NULL, CHPP_UAR_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, cmd_fd, ctx->info.uar_mmap_offset);
 	if (uar == MAP_FAILED)
 		goto fail;
 	ctx->uar = uar;
@@ -443,6 +444,9 @@ static struct verbs_context *chpp_alloc_context(struct ibv_device *ibdev,
 	if (!ctx->qp_table)
 		goto unmap;
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	pthread_mutex_init(&ctx->db_lock, NULL);
+	/* Off only to test the driver's recovery of lost doorbells. */
+	ctx->db_flow = !getenv("CHPP_NO_DB_FLOW");
 	verbs_set_ops(&ctx->vctx, &chpp_ctx_ops);
 	return &ctx->vctx;
 
@@ -461,6 +465,7 @@ static void chpp_free_context(struct ibv_context *ibctx)
 	munmap(ctx->uar, CHPP_UAR_PAGE_SIZE);
 	free(ctx->qp_table);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
+	pthread_mutex_destroy(&ctx->db_lock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }

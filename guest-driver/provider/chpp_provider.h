@@ -23,6 +23,10 @@ struct chpp_context {
 	struct chpp_alloc_ucontext_resp info;
 	pthread_mutex_t qp_table_lock;
 	struct chpp_qp **qp_table;	/* device QPN -> QP, for CQEs */
+	/* doorbell FIFO flow control (chpp_provider_dp.c) */
+	pthread_mutex_t db_lock;
+	uint32_t db_credits;		/* SQ doorbells to ring before a look */
+	bool db_flow;			/* the device has CHPP_UAR_DB_STATUS */
 };
 
 struct chpp_cq {

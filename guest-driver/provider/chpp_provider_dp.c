@@ -8,7 +8,9 @@
  * libchpp-user. docs/verbs-provider.md.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 #include "chpp_provider.h"
 #include "chppdv.h"
 
@@ -242,6 +244,61 @@ static int chpp_send_wr(struct chpp_qp *qp, const struct ibv_send_wr *wr,
 	return chpp_sges(wr->sg_list, wr->num_sge, sg);
 }
 
+/*
+ * Seed 004's software flow control of the doorbell FIFO: at most
+ * CHPP_DB_BUDGET of this context's SQ doorbells wait in the function's
+ * FIFO, so that one process cannot overflow it. The device tells how many
+ * wait (CHPP_UAR_DB_STATUS) and takes them by itself, so waiting for room
+ * ends without any help from the program. The wait is bounded all the same:
+ * after CHPP_DB_WAIT_NS the doorbell is rung, and if the FIFO loses it the
+ * driver recovers it. A doorbell is never held back for a later call: a
+ * program may sleep on a completion channel right after posting.
+ */
+#define CHPP_DB_BUDGET		(CHPP_DB_FIFO_DEPTH / 2)
+#define CHPP_DB_WAIT_NS		100000000ull
+
+static uint64_t chpp_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+static void chpp_db_flow(struct chpp_context *ctx)
+{
+	uint64_t deadline = 0;
+
+	pthread_mutex_lock(&ctx->db_lock);
+	while (ctx->db_flow && !ctx->db_credits) {
+		uint32_t v = chpp_mmio_read32(ctx->uar + CHPP_UAR_DB_STATUS);
+		uint32_t depth = CHPP_UAR_DB_STATUS_DEPTH(v);
+		uint32_t mine = CHPP_UAR_DB_STATUS_MINE(v);
+		uint32_t fill = CHPP_UAR_DB_STATUS_FILL(v);
+
+		if (!depth) {		/* a device before ABI 1.4 */
+			ctx->db_flow = false;
+			break;
+		}
+		if (mine < CHPP_DB_BUDGET && fill < depth) {
+			ctx->db_credits = CHPP_DB_BUDGET - mine;
+			if (ctx->db_credits > depth - fill)
+				ctx->db_credits = depth - fill;
+			break;
+		}
+		if (!deadline) {
+			deadline = chpp_now_ns() + CHPP_DB_WAIT_NS;
+		} else if (chpp_now_ns() > deadline) {
+			ctx->db_credits = 1;
+			break;
+		}
+		sched_yield();
+	}
+	if (ctx->db_credits)
+		ctx->db_credits--;
+	pthread_mutex_unlock(&ctx->db_lock);
+}
+
 int chpp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr)
 {
@@ -269,8 +326,10 @@ int chpp_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			break;
 		}
 	}
-	if (qp->sq.uwq.head != start)
+	if (qp->sq.uwq.head != start) {
+		chpp_db_flow(ctx);
 		chpp_ring_sq(ctx->uar, qp->qpn, qp->sq.uwq.head);
+	}
 	pthread_spin_unlock(&qp->sq.lock);
 	return -err;	/* libibverbs: a positive errno */
 }
@@ -424,8 +483,10 @@ int chppdv_post_send(struct ibv_qp *ibqp, const struct chppdv_send_wr *wr,
 			break;
 		}
 	}
-	if (qp->sq.uwq.head != start)
+	if (qp->sq.uwq.head != start) {
+		chpp_db_flow(ctx);
 		chpp_ring_sq(ctx->uar, qp->qpn, qp->sq.uwq.head);
+	}
 	pthread_spin_unlock(&qp->sq.lock);
 	return -err;	/* libibverbs: a positive errno */
 }

@@ -54,6 +54,12 @@ static inline void chpp_mmio_write64(uint8_t *addr, uint64_t val)
 	__atomic_store_n((uint64_t *)addr, val, __ATOMIC_RELEASE);
 }
 
+/* A register of the UAR page (CHPP_UAR_DB_STATUS): one 32-bit load. */
+static inline uint32_t chpp_mmio_read32(uint8_t *addr)
+{
+	return __atomic_load_n((uint32_t *)addr, __ATOMIC_ACQUIRE);
+}
+
 int chpp_log2_up(uint32_t v);
 /* Zeroed, page-aligned memory for a ring (free() it). */
 void *chpp_ring_alloc(size_t size);

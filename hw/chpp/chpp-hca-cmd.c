@@ -55,6 +55,7 @@ static const ChppCmdInfo chpp_cmds[] = {
     [CHPP_CMD_2RST_QP]       = { "2RST_QP", true },
     [CHPP_CMD_QUERY_QP]      = { "QUERY_QP", true },
     [CHPP_CMD_RING_SQ]       = { "RING_SQ", true },
+    [CHPP_CMD_QUERY_DB_LOST] = { "QUERY_DB_LOST", true },
     [CHPP_CMD_INIT2INIT_QP]  = { "INIT2INIT_QP", true },
     [CHPP_CMD_SQD2SQD_QP]    = { "SQD2SQD_QP", true },
     [CHPP_CMD_QUERY_STATS]   = { "QUERY_STATS", false },
@@ -283,6 +284,12 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return chpp_cmd_query_qp(s, in_mod, *out_param);
     case CHPP_CMD_RING_SQ:
         return chpp_cmd_ring_sq(s, in_mod);
+    case CHPP_CMD_QUERY_DB_LOST:
+        if (in_mod) {
+            return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
+                                 "in_modifier 0x%x is reserved", in_mod);
+        }
+        return chpp_cmd_query_db_lost(s, *out_param);
     case CHPP_CMD_RST2INIT_QP:
     case CHPP_CMD_INIT2RTR_QP:
     case CHPP_CMD_RTR2RTS_QP:

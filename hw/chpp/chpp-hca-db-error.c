@@ -10,6 +10,12 @@
  * counted; an FLR of a VF whose VF_FLR still waits is told by that event,
  * so VF_FLR events always have room.
  *
+ * Doorbells lost to a full doorbell FIFO are reported losslessly however
+ * many QPs lose one: each marks its QP in db_lost, and one FIFO_OVERFLOW
+ * event at a time names a marked QP.  The next is raised only when the
+ * driver answers (RING_SQ of that QP, or QUERY_DB_LOST), so these events
+ * take one slot of the queue and one EQE, never more.
+ *
  * Order: any other event of the function first posts what is queued, so
  * EQEs appear in the order of what caused them.  The VM stopping (e.g. for
  * migration) posts them too; what is queued while the VM stands still is
@@ -19,6 +25,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
+#include "qemu/cutils.h"
 #include "migration/vmstate.h"
 #include "chpp-hca.h"
 #include "trace.h"
@@ -118,6 +125,116 @@ void chpp_doorbell_refused(ChppHcaState *s, uint8_t subtype, uint32_t uar,
     trace_chpp_hca_db_err_queued(uar, offset, val, s->db_err_count);
 }
 
+static bool chpp_db_lost_test(ChppHcaState *s, uint32_t qpn)
+{
+    return s->db_lost[qpn / 8] & (1u << (qpn % 8));
+}
+
+/* Queue the FIFO_OVERFLOW event that names @qpn. */
+static void chpp_db_lost_raise(ChppHcaState *s, uint32_t qpn, uint32_t uar,
+                               uint32_t offset, uint64_t val)
+{
+    ChppDbErr e = {
+        .value = val,
+        .uar = uar,
+        .offset = offset,
+        .subtype = CHPP_DB_ERR_FIFO_OVERFLOW,
+        .type = CHPP_EVENT_DOORBELL_ERROR,
+    };
+    unsigned i, last_bad = s->db_err_count;
+
+    s->db_lost_qpn = qpn;
+    trace_chpp_hca_db_lost_raise(qpn, uar, offset, val);
+    for (i = 0; i < s->db_err_count; i++) {
+        ChppDbErr *w = chpp_db_err_at(s, i);
+
+        if (w->type != CHPP_EVENT_DOORBELL_ERROR) {
+            continue;
+        }
+        /* An answered one not yet posted: it tells this QP now. */
+        if (w->subtype == CHPP_DB_ERR_FIFO_OVERFLOW) {
+            *w = e;
+            return;
+        }
+        last_bad = i;
+    }
+    /* Never dropped: it takes the place of the newest refused doorbell. */
+    if (chpp_db_err_queued(s, CHPP_EVENT_DOORBELL_ERROR, -1) ==
+        CHPP_DB_ERR_QUEUE_DEPTH) {
+        ChppDbErr *bad = chpp_db_err_at(s, last_bad);
+
+        s->db_err_lost++;
+        chpp_count(s, CHPP_CNT_EVENTS_DROPPED);
+        trace_chpp_hca_db_err_lost(bad->uar, bad->offset, bad->value);
+        for (i = last_bad; i + 1 < s->db_err_count; i++) {
+            *chpp_db_err_at(s, i) = *chpp_db_err_at(s, i + 1);
+        }
+        s->db_err_count--;
+    }
+    chpp_db_err_push(s, &e);
+}
+
+/* The event for the lowest marked QP, as if its last doorbell were lost. */
+static void chpp_db_lost_next(ChppHcaState *s)
+{
+    uint32_t qpn;
+
+    for (qpn = 0; qpn < s->params.num_qps; qpn++) {
+        if (chpp_db_lost_test(s, qpn)) {
+            ChppQp *qp = &s->qps[qpn];
+
+            chpp_db_lost_raise(s, qpn, qp->uar, CHPP_UAR_SQ_DB,
+                               qpn << CHPP_UAR_DB_QPN_SHIFT | qp->sq_pi);
+            return;
+        }
+    }
+}
+
+void chpp_db_lost_report(ChppHcaState *s, uint32_t qpn, uint32_t uar,
+                         uint32_t offset, uint64_t val)
+{
+    s->db_lost[qpn / 8] |= 1u << (qpn % 8);
+    if (s->db_lost_qpn == CHPP_DB_LOST_NONE) {
+        chpp_db_lost_raise(s, qpn, uar, offset, val);
+    } else {
+        trace_chpp_hca_db_lost_coalesced(qpn, s->db_lost_qpn);
+    }
+}
+
+void chpp_db_lost_clear(ChppHcaState *s, uint32_t qpn)
+{
+    if (!chpp_db_lost_test(s, qpn)) {
+        return;
+    }
+    s->db_lost[qpn / 8] &= ~(1u << (qpn % 8));
+    if (s->db_lost_qpn == qpn) {
+        s->db_lost_qpn = CHPP_DB_LOST_NONE;
+        chpp_db_lost_next(s);
+    }
+}
+
+uint8_t chpp_cmd_query_db_lost(ChppHcaState *s, uint64_t mailbox)
+{
+    g_autofree struct chpp_db_lost *out = g_new0(struct chpp_db_lost, 1);
+    uint32_t qpn, count = 0;
+    uint8_t status;
+
+    for (qpn = 0; qpn < s->params.num_qps; qpn++) {
+        count += chpp_db_lost_test(s, qpn);
+    }
+    out->count = cpu_to_le32(count);
+    out->num_qps = cpu_to_le32(s->params.num_qps);
+    memcpy(out->qps, s->db_lost, sizeof(out->qps));
+    if (!chpp_mailbox_write(s, mailbox, out, sizeof(*out), &status)) {
+        return status;
+    }
+    /* Reported means answered: the next lost doorbell raises an event. */
+    memset(s->db_lost, 0, sizeof(s->db_lost));
+    s->db_lost_qpn = CHPP_DB_LOST_NONE;
+    trace_chpp_hca_query_db_lost(count);
+    return CHPP_STAT_OK;
+}
+
 void chpp_vf_flr_queue(ChppHcaState *pf, uint8_t vf)
 {
     ChppDbErr e = { .value = vf, .type = CHPP_EVENT_VF_FLR };
@@ -145,6 +262,8 @@ void chpp_db_err_reset(ChppHcaState *s)
     s->db_err_head = 0;
     s->db_err_count = 0;
     s->db_err_lost = 0;
+    memset(s->db_lost, 0, sizeof(s->db_lost));
+    s->db_lost_qpn = CHPP_DB_LOST_NONE;
 }
 
 /*
@@ -225,6 +344,24 @@ static int chpp_db_err_post_load(void *opaque, int version_id)
                                e->type, e->subtype, e->value);
         }
     }
+    /*
+     * A stream from before ABI 1.4 has overflow events but no marks: mark
+     * their QPs, since a later event may take the place of a waiting one
+     * (chpp_db_lost_raise).  Newer streams bring their marks after this.
+     */
+    for (i = 0; i < s->db_err_count; i++) {
+        ChppDbErr *e = chpp_db_err_at(s, i);
+        uint32_t qpn = (uint32_t)e->value >> CHPP_UAR_DB_QPN_SHIFT;
+
+        if (e->type == CHPP_EVENT_DOORBELL_ERROR &&
+            e->subtype == CHPP_DB_ERR_FIFO_OVERFLOW &&
+            qpn < s->params.num_qps) {
+            s->db_lost[qpn / 8] |= 1u << (qpn % 8);
+            if (s->db_lost_qpn == CHPP_DB_LOST_NONE) {
+                s->db_lost_qpn = qpn;
+            }
+        }
+    }
     /* Posted once the VM runs (chpp_engine_vm_state kicks). */
     return 0;
 }
@@ -289,6 +426,46 @@ const VMStateDescription vmstate_chpp_db_err = {
         VMSTATE_UINT32(db_err_head, ChppHcaState),
         VMSTATE_UINT32(db_err_count, ChppHcaState),
         VMSTATE_UINT32(db_err_lost, ChppHcaState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool chpp_db_lost_needed(void *opaque)
+{
+    ChppHcaState *s = opaque;
+
+    return s->db_lost_qpn != CHPP_DB_LOST_NONE ||
+           !buffer_is_zero(s->db_lost, sizeof(s->db_lost));
+}
+
+static int chpp_db_lost_post_load(void *opaque, int version_id)
+{
+    ChppHcaState *s = opaque;
+    uint32_t qpn;
+
+    for (qpn = s->params.num_qps; qpn < CHPP_MAX_QPS; qpn++) {
+        if (chpp_db_lost_test(s, qpn)) {
+            return chpp_refuse(s, "lost doorbells");
+        }
+    }
+    if (s->db_lost_qpn != CHPP_DB_LOST_NONE &&
+        (s->db_lost_qpn >= s->params.num_qps ||
+         !chpp_db_lost_test(s, s->db_lost_qpn))) {
+        return chpp_refuse(s, "lost doorbells");
+    }
+    return 0;
+}
+
+/* Only sent while a QP has a lost doorbell or its event is unanswered. */
+const VMStateDescription vmstate_chpp_db_lost = {
+    .name = "chpp-hca-function/db-lost",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = chpp_db_lost_needed,
+    .post_load = chpp_db_lost_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(db_lost, ChppHcaState, CHPP_MAX_QPS / 8),
+        VMSTATE_UINT32(db_lost_qpn, ChppHcaState),
         VMSTATE_END_OF_LIST()
     }
 };

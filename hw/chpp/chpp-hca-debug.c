@@ -286,7 +286,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     ChppHcaState *s = CHPP_HCA(obj);
     StateVisit sv = { .v = v, .errp = errp, .ok = true };
     uint32_t link = chpp_link_status(s);
-    unsigned i;
+    unsigned i, n;
 
     sv_begin(&sv, name);
     sv_u64(&sv, "node-id", s->params.node_id);
@@ -331,6 +331,11 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_begin(&sv, "doorbell-fifo");
     sv_u64(&sv, "fill", s->db_count);
     sv_u64(&sv, "depth", CHPP_DB_FIFO_DEPTH);
+    for (i = 0, n = 0; i < s->params.num_qps; i++) {
+        n += !!(s->db_lost[i / 8] & (1u << (i % 8)));
+    }
+    sv_u64(&sv, "lost-qps", n);
+    sv_bool(&sv, "event-unanswered", s->db_lost_qpn != CHPP_DB_LOST_NONE);
     sv_end(&sv);
 
     sv_begin(&sv, "doorbell-errors");

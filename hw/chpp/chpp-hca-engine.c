@@ -67,7 +67,7 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
         chpp_count(s, CHPP_CNT_DB_FIFO_OVERFLOW);
         chpp_guest_error(s, "doorbell FIFO full (%u entries): doorbell of "
                          "QP %u lost", CHPP_DB_FIFO_DEPTH, qpn);
-        chpp_doorbell_refused(s, CHPP_DB_ERR_FIFO_OVERFLOW, uar, offset, val);
+        chpp_db_lost_report(s, qpn, uar, offset, val);
         return;
     }
     s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] =
@@ -133,6 +133,23 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
         }
     }
     chpp_db_fifo_push(s, uar, offset, val, qpn, qp->sq_pi);
+}
+
+/*
+ * CHPP_UAR_DB_STATUS: how many FIFO entries wait, for software flow
+ * control.  An entry counts for the page its QP rings through now.
+ */
+uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar)
+{
+    uint32_t i, mine = 0;
+
+    for (i = 0; i < s->db_count; i++) {
+        uint32_t e = s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH];
+
+        mine += s->qps[CHPP_FIFO_QPN(e)].uar == uar;
+    }
+    trace_chpp_hca_uar_db_status(uar, mine, s->db_count);
+    return mine | s->db_count << 8 | CHPP_DB_FIFO_DEPTH << 16;
 }
 
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
@@ -241,6 +258,8 @@ uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn)
     }
     trace_chpp_hca_ring_sq(qpn, qp->sq_pi);
     qp->eng.sq_limit = qp->sq_pi;
+    /* Whatever its lost doorbells announced is announced now. */
+    chpp_db_lost_clear(s, qpn);
     chpp_req_run(s, qp);
     return CHPP_STAT_OK;
 }
@@ -509,6 +528,7 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
     case CHPP_QPS_RESET:
         chpp_qp_timer_stop(s, qp);
         memset(eng, 0, sizeof(*eng));
+        chpp_db_lost_clear(s, chpp_qpn(s, qp));
         break;
     case CHPP_QPS_INIT:
         if (old_state == CHPP_QPS_RESET) {

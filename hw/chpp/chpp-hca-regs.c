@@ -150,7 +150,14 @@ const MemoryRegionOps chpp_hca_regs_ops = {
 
 static uint64_t chpp_uar_read(void *opaque, hwaddr addr, unsigned size)
 {
+    ChppHcaState *s = opaque;
+    uint32_t uar = addr >> CHPP_UAR_PAGE_SHIFT;
+
     trace_chpp_hca_uar_read(addr, size);
+    if ((addr & (CHPP_UAR_PAGE_SIZE - 1)) == CHPP_UAR_DB_STATUS &&
+        uar < s->params.uar_pages) {
+        return chpp_uar_db_status(s, uar);
+    }
     return 0;
 }
 

@@ -81,6 +81,7 @@ static int chpp_function_post_load(void *opaque, int version_id)
 
 static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_err,
+    &vmstate_chpp_db_lost,
     NULL
 };
 

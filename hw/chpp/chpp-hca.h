@@ -220,6 +220,7 @@ typedef struct ChppDbErr {
 } ChppDbErr;
 
 /* Refused doorbells, plus one VF_FLR per VF (FLRs of a VF coalesce). */
+#define CHPP_DB_LOST_NONE       UINT32_MAX
 #define CHPP_DEFERRED_DEPTH     (CHPP_DB_ERR_QUEUE_DEPTH + CHPP_MAX_VFS)
 
 /* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
@@ -307,6 +308,9 @@ struct ChppHcaState {
     uint32_t db_err_head;
     uint32_t db_err_count;
     uint32_t db_err_lost;       /* events dropped: the queue was full */
+    /* QPs whose SQ doorbell the FIFO lost, not yet recovered (ABI 1.4) */
+    uint8_t db_lost[CHPP_MAX_QPS / 8];
+    uint32_t db_lost_qpn;       /* named by the unanswered event, or NONE */
     QEMUBH *db_err_bh;
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
@@ -438,6 +442,8 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                        uint64_t val, unsigned size);
+/* The CHPP_UAR_DB_STATUS value of UAR page @uar. */
+uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar);
 /* Report a malformed UAR doorbell (DOORBELL_ERROR event, counters). */
 void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
                              uint64_t val, const char *why);
@@ -455,6 +461,15 @@ void chpp_db_err_pre_load(ChppHcaState *s);
 /* Queue the event of a refused doorbell (CHPP_DB_ERR_* @subtype). */
 void chpp_doorbell_refused(ChppHcaState *s, uint8_t subtype, uint32_t uar,
                            uint32_t offset, uint64_t val);
+/*
+ * A doorbell of QP @qpn found the FIFO full: mark the QP and, unless an
+ * earlier FIFO_OVERFLOW event is still unanswered, queue one naming it.
+ */
+void chpp_db_lost_report(ChppHcaState *s, uint32_t qpn, uint32_t uar,
+                         uint32_t offset, uint64_t val);
+/* QP @qpn's lost work was announced again (RING_SQ) or abandoned (reset). */
+void chpp_db_lost_clear(ChppHcaState *s, uint32_t qpn);
+uint8_t chpp_cmd_query_db_lost(ChppHcaState *s, uint64_t mailbox);
 /* Queue the VF_FLR event of VF @vf on the PF @pf. */
 void chpp_vf_flr_queue(ChppHcaState *pf, uint8_t vf);
 /* Post the queued events now (before any later event; VM stopping). */
@@ -462,6 +477,7 @@ void chpp_db_err_flush(ChppHcaState *s);
 /* Schedule the posting of queued events, unless the VM is stopped. */
 void chpp_db_err_kick(ChppHcaState *s);
 extern const VMStateDescription vmstate_chpp_db_err;
+extern const VMStateDescription vmstate_chpp_db_lost;
 
 /* chpp-hca-regs.c */
 extern const MemoryRegionOps chpp_hca_regs_ops;

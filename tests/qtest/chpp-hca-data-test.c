@@ -946,6 +946,218 @@ static void test_ring_sq(void)
     fx_free(f);
 }
 
+/*
+ * More QPs than the doorbell FIFO and the deferred event queue together
+ * ring at once, each for one WQE, in one burst of vCPU writes (the VM
+ * stopped, so neither the engine nor the event bottom half runs between
+ * them): 32 get a FIFO entry, the others lose their doorbell.
+ */
+#define MANY_QPS    (CHPP_DB_FIFO_DEPTH + CHPP_DB_ERR_QUEUE_DEPTH + 32)
+#define MANY_BASE   2       /* QPs a and b of the fixture come first */
+
+static Fx *fx_many_qps_ring(TQp *q, uint64_t *buf, uint32_t *key)
+{
+    g_autofree char *props =
+        g_strdup_printf("engine-delay-ns=1000000,num-qps=%u",
+                        MANY_BASE + MANY_QPS);
+    Fx *f = fx_new_opts(CHPP_QPT_RC, props, 14, 3, 3);
+    int i;
+
+    *buf = fx_buf(f, 4096);
+    *key = fx_mr(f, *buf, 4096, MR_ALL);
+    for (i = 0; i < MANY_QPS; i++) {
+        q[i] = (TQp) { .log_sq = 2, .log_rq = 2, .stride = 6,
+                       .magic = 0x10 + i };
+        g_assert_cmphex(fx_qp_init(f, &q[i], MANY_BASE + i, CHPP_QPT_RC), ==,
+                        CHPP_STAT_OK);
+        fx_qp_connect(f, &q[i], &q[i], 14, 3, 3, 1);
+    }
+    qtest_qmp_assert_success(f->d->qts, "{ 'execute': 'stop' }");
+    for (i = 0; i < MANY_QPS; i++) {
+        Wqe *w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, q[i].qpn, 0);
+
+        wqe_raddr(w, *buf + 2048, *key);
+        wqe_sge(w, *buf, 16, *key);
+        post_send(f, &q[i], w, true);
+    }
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_FIFO_OVERFLOW), ==,
+                     MANY_QPS - CHPP_DB_FIFO_DEPTH);
+    qtest_qmp_assert_success(f->d->qts, "{ 'execute': 'cont' }");
+    return f;
+}
+
+/* Poll SCQ until @want WQEs completed, once per QP (or nothing comes). */
+static uint32_t many_qps_completed(Fx *f, bool *done, uint32_t want)
+{
+    uint32_t n = 0;
+    int idle;
+
+    for (idle = 0; idle < 50 && n < want; idle++) {
+        struct chpp_cqe cqe;
+
+        while (cqe_valid(f, &f->cq[SCQ], &cqe)) {
+            uint32_t qpn = le64_to_cpu(cqe.wr_id);
+
+            g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+            g_assert_cmpuint(qpn - MANY_BASE, <, MANY_QPS);
+            g_assert_false(done[qpn - MANY_BASE]);
+            done[qpn - MANY_BASE] = true;
+            n++;
+            f->cq[SCQ].ci++;
+            chpp_cq_db(f->d, UAR, SCQ, CHPP_CQ_DB_SET_CI, f->cq[SCQ].ci);
+            idle = 0;
+        }
+        qtest_clock_step(f->d->qts, 1000000);
+    }
+    return n;
+}
+
+/*
+ * A driver that answers each FIFO overflow event with RING_SQ of the QP
+ * it names (ABI 1.3) recovers every QP: no event is lost, at most one
+ * waits unanswered at a time, and every WQE completes.
+ */
+static void test_doorbell_fifo_overflow_many_qps(void)
+{
+    TQp q[MANY_QPS];
+    bool done[MANY_QPS] = { false };
+    bool named[MANY_QPS] = { false };
+    uint32_t n_events = 0, n_done, max_unanswered = 0;
+    uint64_t buf;
+    uint32_t key;
+    struct chpp_eqe eqe;
+    int i, idle;
+    Fx *f = fx_many_qps_ring(q, &buf, &key);
+
+    for (idle = 0; idle < 50; idle++) {
+        uint32_t unanswered = 0, qpn[MANY_QPS];
+
+        qtest_clock_step(f->d->qts, 1000);
+        while (next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe)) {
+            g_assert_cmpuint(eqe.subtype, ==, CHPP_DB_ERR_FIFO_OVERFLOW);
+            qpn[unanswered] = le32_to_cpu(eqe.event.db_error.value) >>
+                              CHPP_UAR_DB_QPN_SHIFT;
+            g_assert_cmpuint(qpn[unanswered] - MANY_BASE, <, MANY_QPS);
+            g_assert_false(named[qpn[unanswered] - MANY_BASE]);
+            named[qpn[unanswered] - MANY_BASE] = true;
+            unanswered++;
+        }
+        max_unanswered = MAX(max_unanswered, unanswered);
+        n_events += unanswered;
+        for (i = 0; i < unanswered; i++) {
+            g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, qpn[i], 0),
+                            ==, CHPP_STAT_OK);
+            idle = 0;
+        }
+    }
+    n_done = many_qps_completed(f, done, MANY_QPS);
+    g_assert_cmpuint(n_done, ==, MANY_QPS);
+    for (i = 0; i < MANY_QPS; i++) {
+        g_assert_true(done[i]);
+    }
+    g_assert_cmpuint(n_events, ==, MANY_QPS - CHPP_DB_FIFO_DEPTH);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_EVENTS_DROPPED), ==, 0);
+    /* Bounded: the next event waits for the answer to the last one. */
+    g_assert_cmpuint(max_unanswered, ==, 1);
+    fx_free(f);
+}
+
+static uint32_t query_db_lost(Fx *f, struct chpp_db_lost *out)
+{
+    qtest_memset(f->d->qts, f->d->mbox_out, 0xa5, sizeof(*out));
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_QUERY_DB_LOST, 0, 0,
+                             f->d->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(f->d->qts, f->d->mbox_out, out, sizeof(*out));
+    g_assert_cmpuint(le32_to_cpu(out->num_qps), ==, MANY_BASE + MANY_QPS);
+    return le32_to_cpu(out->count);
+}
+
+static bool db_lost_bit(const struct chpp_db_lost *l, uint32_t qpn)
+{
+    return l->qps[qpn / 8] & (1u << (qpn % 8));
+}
+
+/*
+ * ABI 1.4: the burst raises one FIFO_OVERFLOW event, and QUERY_DB_LOST
+ * reports exactly the QPs that lost their doorbell (and clears them);
+ * RING_SQ of each completes every WQE.  Once answered, the next overflow
+ * raises a new event.  CHPP_UAR_DB_STATUS shows the FIFO per UAR page.
+ */
+static void test_query_db_lost(void)
+{
+    TQp q[MANY_QPS];
+    bool done[MANY_QPS] = { false };
+    g_autofree struct chpp_db_lost *lost = g_new0(struct chpp_db_lost, 1);
+    uint64_t buf, status;
+    uint32_t key, qpn;
+    struct chpp_eqe eqe;
+    int i;
+    Fx *f = fx_many_qps_ring(q, &buf, &key);
+
+    qtest_clock_step(f->d->qts, 1000);
+    g_assert_true(next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe));
+    g_assert_cmpuint(eqe.subtype, ==, CHPP_DB_ERR_FIFO_OVERFLOW);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value), ==,
+                    q[CHPP_DB_FIFO_DEPTH].qpn << CHPP_UAR_DB_QPN_SHIFT | 1);
+    g_assert_false(next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe));
+
+    g_assert_cmpuint(query_db_lost(f, lost), ==,
+                     MANY_QPS - CHPP_DB_FIFO_DEPTH);
+    for (qpn = 0; qpn < CHPP_MAX_QPS; qpn++) {
+        g_assert_cmpuint(db_lost_bit(lost, qpn), ==,
+                         qpn >= MANY_BASE + CHPP_DB_FIFO_DEPTH &&
+                         qpn < MANY_BASE + MANY_QPS);
+    }
+    for (qpn = 0; qpn < MANY_BASE + MANY_QPS; qpn++) {
+        if (db_lost_bit(lost, qpn)) {
+            g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, qpn, 0), ==,
+                            CHPP_STAT_OK);
+        }
+    }
+    g_assert_cmpuint(many_qps_completed(f, done, MANY_QPS), ==, MANY_QPS);
+    g_assert_cmpuint(query_db_lost(f, lost), ==, 0);
+    qtest_clock_step(f->d->qts, 1000);
+    g_assert_false(next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe));
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_EVENTS_DROPPED), ==, 0);
+
+    /* Answered: one more burst, one more event. */
+    qtest_qmp_assert_success(f->d->qts, "{ 'execute': 'stop' }");
+    for (i = 0; i <= CHPP_DB_FIFO_DEPTH; i++) {
+        Wqe *w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, q[i].qpn, 0);
+
+        wqe_raddr(w, buf + 2048, key);
+        wqe_sge(w, buf, 16, key);
+        post_send(f, &q[i], w, true);
+    }
+    status = qpci_io_readl(f->d->pdev, f->d->bar2,
+                           UAR * CHPP_UAR_PAGE_SIZE + CHPP_UAR_DB_STATUS);
+    g_assert_cmpuint(CHPP_UAR_DB_STATUS_MINE(status), ==, CHPP_DB_FIFO_DEPTH);
+    g_assert_cmpuint(CHPP_UAR_DB_STATUS_FILL(status), ==, CHPP_DB_FIFO_DEPTH);
+    g_assert_cmpuint(CHPP_UAR_DB_STATUS_DEPTH(status), ==, CHPP_DB_FIFO_DEPTH);
+    status = qpci_io_readl(f->d->pdev, f->d->bar2,
+                           (UAR + 1) * CHPP_UAR_PAGE_SIZE + CHPP_UAR_DB_STATUS);
+    g_assert_cmpuint(CHPP_UAR_DB_STATUS_MINE(status), ==, 0);
+    g_assert_cmpuint(CHPP_UAR_DB_STATUS_FILL(status), ==, CHPP_DB_FIFO_DEPTH);
+    qtest_qmp_assert_success(f->d->qts, "{ 'execute': 'cont' }");
+    qtest_clock_step(f->d->qts, 1000);
+    g_assert_true(next_event(f, CHPP_EVENT_DOORBELL_ERROR, &eqe));
+    qpn = le32_to_cpu(eqe.event.db_error.value) >> CHPP_UAR_DB_QPN_SHIFT;
+    g_assert_cmpuint(qpn, ==, q[CHPP_DB_FIFO_DEPTH].qpn);
+    g_assert_cmpuint(query_db_lost(f, lost), ==, 1);
+    g_assert_true(db_lost_bit(lost, qpn));
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_RING_SQ, 0, qpn, 0), ==,
+                    CHPP_STAT_OK);
+    memset(done, 0, sizeof(done));
+    g_assert_cmpuint(many_qps_completed(f, done, CHPP_DB_FIFO_DEPTH + 1), ==,
+                     CHPP_DB_FIFO_DEPTH + 1);
+    status = qpci_io_readl(f->d->pdev, f->d->bar2,
+                           UAR * CHPP_UAR_PAGE_SIZE + CHPP_UAR_DB_STATUS);
+    g_assert_cmphex(status, ==, CHPP_DB_FIFO_DEPTH << 16);
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_QUERY_DB_LOST, 0, 1,
+                             f->d->mbox_out), ==, CHPP_STAT_BAD_PARAM);
+    fx_free(f);
+}
+
 static void test_cq_overrun(void)
 {
     Fx *f = fx_new(CHPP_QPT_RC);
@@ -1240,6 +1452,9 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/db-fifo-overflow",
                    test_doorbell_fifo_overflow);
     qtest_add_func("/chpp-hca/data/ring-sq", test_ring_sq);
+    qtest_add_func("/chpp-hca/data/db-fifo-overflow-many-qps",
+                   test_doorbell_fifo_overflow_many_qps);
+    qtest_add_func("/chpp-hca/data/query-db-lost", test_query_db_lost);
     qtest_add_func("/chpp-hca/data/cq-overrun", test_cq_overrun);
     qtest_add_func("/chpp-hca/data/sqd-drain", test_sqd_drain_event);
     qtest_add_func("/chpp-hca/data/close-hca", test_close_hca);

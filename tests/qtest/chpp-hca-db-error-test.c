@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "standard-headers/linux/pci_regs.h"
+#include "qapi/qmp/qbool.h"
 #include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
@@ -240,6 +241,95 @@ static void test_lost_migrated(void)
     chpp_stop(dst);
 }
 
+/* The device's state property: doorbell-fifo.@key (a number or bool). */
+static uint64_t db_fifo_state(ChppDev *d, const char *key)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral-anon/device[0]', "
+                           "'property': 'state'}}");
+    QDict *st = qdict_get_qdict(qdict_get_qdict(rsp, "return"),
+                                "doorbell-fifo");
+    QObject *o = qdict_get(st, key);
+    uint64_t v = qobject_type(o) == QTYPE_QBOOL ?
+                 qbool_get_bool(qobject_to(QBool, o)) : qdict_get_int(st, key);
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/* QP @qpn in INIT on UAR: its SQ doorbells take FIFO entries, no work. */
+static void init_qp(ChppDev *d, uint32_t qpn)
+{
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_RC, .port = 1,
+        .log_sq_size = 6, .log_sq_stride = 6,
+        .log_rq_size = 2, .log_rq_stride = 6,
+        .uar = cpu_to_le16(UAR), .magic = 0x42,
+    };
+
+    chpp_create_cq(d, 0, 64, 0, UAR);
+    chpp_qp_alloc_rings(d, &c, NULL, NULL);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RST2INIT_QP, qpn,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT |
+                                   CHPP_QP_ATTR_ACCESS_FLAGS, &c), ==,
+                    CHPP_STAT_OK);
+}
+
+/*
+ * A doorbell lost to a full FIFO is never lost to a full event queue: its
+ * FIFO_OVERFLOW event takes the place of the newest refused doorbell's.
+ * The lost state and the waiting event survive migration.
+ */
+static void test_fifo_overflow_kept(void)
+{
+    ChppDev *src = chpp_start("num-qps=4", NULL);
+    uint64_t ring = setup(src);
+    g_autofree struct chpp_db_lost *lost = g_new0(struct chpp_db_lost, 1);
+    struct chpp_eqe eqe;
+    ChppDev *dst;
+    uint32_t i;
+
+    init_qp(src, 3);
+    qmp_ok(src, "stop");
+    for (i = 0; i < CHPP_DB_ERR_QUEUE_DEPTH; i++) {
+        ring_bad_cq_db(src, i);
+    }
+    for (i = 1; i <= CHPP_DB_FIFO_DEPTH + 1; i++) {
+        chpp_sq_db(src, UAR, 3, i);
+    }
+    g_assert_cmpuint(chpp_counter(src, CHPP_CNT_DB_FIFO_OVERFLOW), ==, 1);
+    g_assert_cmpuint(chpp_counter(src, CHPP_CNT_EVENTS_DROPPED), ==, 1);
+    g_assert_cmpuint(db_fifo_state(src, "lost-qps"), ==, 1);
+
+    dst = migrate_to_new(src);
+    g_assert_cmpuint(db_fifo_state(dst, "lost-qps"), ==, 1);
+    g_assert_cmpuint(db_fifo_state(dst, "event-unanswered"), ==, 1);
+    qmp_ok(dst, "cont");
+    wait_eqe(dst, ring, CHPP_DB_ERR_QUEUE_DEPTH - 1, &eqe);
+    g_assert_cmpuint(eqe.type, ==, CHPP_EVENT_DOORBELL_ERROR);
+    g_assert_cmpuint(eqe.subtype, ==, CHPP_DB_ERR_FIFO_OVERFLOW);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.offset), ==,
+                    CHPP_UAR_SQ_DB);
+    g_assert_cmpuint(le32_to_cpu(eqe.event.db_error.uar), ==, UAR);
+    g_assert_cmphex(le32_to_cpu(eqe.event.db_error.value), ==,
+                    3 << CHPP_UAR_DB_QPN_SHIFT | (CHPP_DB_FIFO_DEPTH + 1));
+    for (i = 0; i < CHPP_DB_ERR_QUEUE_DEPTH - 1; i++) {
+        g_assert(eqe_valid(dst, ring, i, &eqe));
+        assert_cq_db_event(&eqe, i);
+    }
+    g_assert_cmphex(chpp_cmd(dst, CHPP_CMD_QUERY_DB_LOST, 0, 0,
+                             dst->mbox_out), ==, CHPP_STAT_OK);
+    qtest_memread(dst->qts, dst->mbox_out, lost, sizeof(*lost));
+    g_assert_cmpuint(le32_to_cpu(lost->count), ==, 1);
+    g_assert_cmpuint(le32_to_cpu(lost->num_qps), ==, 4);
+    g_assert_cmphex(lost->qps[0], ==, 1 << 3);
+    g_assert_cmpuint(db_fifo_state(dst, "lost-qps"), ==, 0);
+    g_assert_cmpuint(db_fifo_state(dst, "event-unanswered"), ==, 0);
+    chpp_stop(src);
+    chpp_stop(dst);
+}
+
 static void vf_flr(ChppDev *vf)
 {
     uint16_t devctl = qpci_config_readw(vf->pdev,
@@ -318,6 +408,8 @@ int main(int argc, char **argv)
                    test_bounded_in_order);
     qtest_add_func("/chpp-hca/db-error/migrated", test_migrated);
     qtest_add_func("/chpp-hca/db-error/lost-migrated", test_lost_migrated);
+    qtest_add_func("/chpp-hca/db-error/fifo-overflow-kept",
+                   test_fifo_overflow_kept);
     qtest_add_func("/chpp-hca/db-error/vf-flr-deferred",
                    test_vf_flr_deferred);
     return g_test_run();

@@ -801,6 +801,65 @@ static void test_refuse_bad_queue_state(void)
     rmdir(dir);
 }
 
+/*
+ * Subsection "chpp-hca-function/db-lost": header, version (be32), the
+ * CHPP_MAX_QPS / 8 bytes of marks, then the named QP (be32).
+ */
+static const char db_lost_header[] = "\x05\x19" "chpp-hca-function/db-lost";
+
+/* QP 3 (of 4) lost a doorbell, its event unanswered; bad marks refused. */
+static void test_refuse_bad_db_lost(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-bad-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("%s/good", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *data = NULL;
+    ChppDev *d = chpp_start(NULL, NULL);
+    const char *trace = "chpp_hca_vmstate_refused function 0: lost doorbells";
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_RC, .port = 1,
+        .log_sq_size = 6, .log_sq_stride = 6,
+        .log_rq_size = 2, .log_rq_stride = 6,
+        .uar = cpu_to_le16(1), .magic = 0x42,
+    };
+    size_t len, e0, named;
+    uint32_t i;
+
+    chpp_init_hca(d);
+    chpp_create_eq(d, 0, 64, 0, false);
+    g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_DOORBELL_ERROR,
+                                false), ==, CHPP_STAT_OK);
+    chpp_create_cq(d, 0, 64, 0, 1);
+    chpp_qp_alloc_rings(d, &c, NULL, NULL);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RST2INIT_QP, 3,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT |
+                                   CHPP_QP_ATTR_ACCESS_FLAGS, &c), ==,
+                    CHPP_STAT_OK);
+    qtest_qmp_assert_success(d->qts, "{ 'execute': 'stop' }");
+    for (i = 1; i <= CHPP_DB_FIFO_DEPTH + 1; i++) {
+        chpp_sq_db(d, 1, 3, i);
+    }
+    save_to_file(d->qts, good);
+    chpp_stop(d);
+    g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
+    e0 = find(data, len, db_lost_header, strlen(db_lost_header)) +
+         strlen(db_lost_header) + 4;
+    named = e0 + CHPP_MAX_QPS / 8;
+    g_assert_cmphex(data[e0], ==, 1 << 3);
+    g_assert_cmphex(data[named + 3], ==, 3);
+
+    load_stream(good, log, true);
+    load_corrupted(data, len, dir, "mark beyond num-qps", e0, 1 << 3 | 1 << 4,
+                   trace);
+    load_corrupted(data, len, dir, "named QP not marked", named + 3, 2, trace);
+    load_corrupted(data, len, dir, "named QP beyond num-qps", named, 1,
+                   trace);
+    unlink(good);
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -816,5 +875,7 @@ int main(int argc, char **argv)
                    test_refuse_bad_deferred_events);
     qtest_add_func("/chpp-hca/migrate/refuse-bad-queue-state",
                    test_refuse_bad_queue_state);
+    qtest_add_func("/chpp-hca/migrate/refuse-bad-db-lost",
+                   test_refuse_bad_db_lost);
     return g_test_run();
 }

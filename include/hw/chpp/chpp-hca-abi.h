@@ -225,6 +225,7 @@ enum chpp_opcode {
     CHPP_CMD_2RST_QP        = 0x021,
     CHPP_CMD_QUERY_QP       = 0x022,
     CHPP_CMD_RING_SQ        = 0x023,    /* ABI 1.3 */
+    CHPP_CMD_QUERY_DB_LOST  = 0x024,    /* ABI 1.4 */
     CHPP_CMD_INIT2INIT_QP   = 0x02d,
     CHPP_CMD_SQD2SQD_QP     = 0x038,
     CHPP_CMD_NOP            = 0x031,
@@ -501,7 +502,8 @@ struct chpp_eqe_eq_overflow {
 /*
  * At most CHPP_DB_ERR_QUEUE_DEPTH refused doorbells of a function wait for
  * their DOORBELL_ERROR event; the event of one more is dropped (counted in
- * CHPP_CNT_EVENTS_DROPPED).
+ * CHPP_CNT_EVENTS_DROPPED).  A FIFO_OVERFLOW event is never dropped (ABI
+ * 1.4): at most one waits, see struct chpp_db_lost.
  */
 #define CHPP_DB_ERR_QUEUE_DEPTH     64
 
@@ -567,6 +569,22 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_eqe, CHPP_EQE_SIZE);
 #define CHPP_DEFAULT_UAR_PAGES      16
 #define CHPP_DEFAULT_MTTS           16384
 #define CHPP_MAX_MTTS               (1u << 20)
+
+/*
+ * QUERY_DB_LOST (ABI 1.4): the QPs whose SQ doorbell the doorbell FIFO lost
+ * and that were not recovered since (by RING_SQ, by QUERY_DB_LOST, or by a
+ * reset of the QP).  Bit n of qps[] (byte n / 8, bit n % 8) is QP n.  The
+ * command clears what it reports.  One DOORBELL_ERROR event with subtype
+ * FIFO_OVERFLOW names one of these QPs at a time; the next is raised once
+ * the driver answers it (RING_SQ of the QP it named, or QUERY_DB_LOST).
+ */
+struct chpp_db_lost {
+    uint32_t count;             /* QPs set in qps[] */
+    uint32_t num_qps;           /* bits of qps[] that are QPs */
+    uint32_t reserved[2];
+    uint8_t  qps[CHPP_MAX_QPS / 8];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_db_lost, 16 + CHPP_MAX_QPS / 8);
 
 /*
  * Memory regions: MPT entries and the MTT (page translation table).
@@ -732,6 +750,16 @@ enum chpp_vendor_err {
 #define CHPP_UAR_CQ_DB              0x10    /* 64-bit, see below */
 #define CHPP_UAR_DB_QPN_SHIFT       16
 #define CHPP_UAR_DB_PI_MASK         0xffffu
+/*
+ * ABI 1.4, read-only (a write is refused): the doorbell FIFO as the owner
+ * of this UAR page sees it, for software flow control.  Bits 7:0 entries
+ * waiting in the function's FIFO for QPs of this page, 15:8 entries
+ * waiting in all, 23:16 CHPP_DB_FIFO_DEPTH.
+ */
+#define CHPP_UAR_DB_STATUS          0x20
+#define CHPP_UAR_DB_STATUS_MINE(v)  ((v) & 0xffu)
+#define CHPP_UAR_DB_STATUS_FILL(v)  (((v) >> 8) & 0xffu)
+#define CHPP_UAR_DB_STATUS_DEPTH(v) (((v) >> 16) & 0xffu)
 /* CQ doorbell: bits 23:0 cqn, 27:24 command, 55:32 consumer index. */
 #define CHPP_CQ_DB_CQN_MASK         0x00ffffffu
 #define CHPP_CQ_DB_CMD_SHIFT        24
