@@ -46,9 +46,10 @@ if [ "$tsan" = 1 ]; then
     bin="$CHPP_BUILD/qemu-tsan/qemu-system-x86_64"
     [ -x "$bin" ] || chpp_die "no $bin (run scripts/build-qemu.sh --tsan)"
     export QTEST_QEMU_BINARY="$bin"
-    # A data race makes that QEMU exit non-zero (a failed test); races
-    # inside QEMU's own core, not the device, are suppressed by name.
-    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:exitcode=69:second_deadlock_stack=1:suppressions=$CHPP_ROOT/scripts/tsan.supp}"
+    # QEMU 7.2's own core has known races (iothread start-up, RCU), so a
+    # report does not end QEMU here; scripts/tsan.sh sorts the reports and
+    # fails on any that has a device frame.
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:exitcode=0:second_deadlock_stack=1}"
 fi
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
 export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"
