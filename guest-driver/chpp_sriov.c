@@ -7,20 +7,23 @@
 #include "chpp_hca.h"
 
 /*
- * Every VF gets the FPGA's fixed split. SET_VF_RES refuses new counts while
- * VFs are enabled (RESOURCE_BUSY), and the PCI core only lets sriov_numvfs
- * go from 0 to N, so this always runs with VF Enable clear.
+ * Every VF gets the FPGA's fixed split, capped by the PF's own counts (the
+ * device refuses more than those, docs/sriov.md). SET_VF_RES refuses new
+ * counts while VFs are enabled (RESOURCE_BUSY), and the PCI core only lets
+ * sriov_numvfs go from 0 to N, so this always runs with VF Enable clear.
  */
 static int chpp_sriov_provision(struct chpp_dev *dev, int num_vfs)
 {
+	const struct chpp_dev_cap *c = &dev->caps;
 	const struct chpp_vf_res res = {
-		.num_qps = CHPP_VF_DEFAULT_QPS,
-		.num_cqs = CHPP_VF_DEFAULT_CQS,
-		.num_eqs = CHPP_VF_DEFAULT_EQS,
-		.num_mpts = CHPP_VF_DEFAULT_MPTS,
-		.num_pds = CHPP_VF_DEFAULT_PDS,
-		.num_mtts = CHPP_VF_DEFAULT_MTTS,
-		.msix_vectors = CHPP_VF_DEFAULT_MSIX,
+		.num_qps = min_t(u32, CHPP_VF_DEFAULT_QPS, c->max_qps),
+		.num_cqs = min_t(u32, CHPP_VF_DEFAULT_CQS, c->max_cqs),
+		.num_eqs = min_t(u32, CHPP_VF_DEFAULT_EQS, c->max_eqs),
+		.num_mpts = min_t(u32, CHPP_VF_DEFAULT_MPTS, c->max_mpts),
+		.num_pds = min_t(u32, CHPP_VF_DEFAULT_PDS, c->max_pds),
+		.num_mtts = min_t(u32, CHPP_VF_DEFAULT_MTTS,
+				  c->max_mtt_entries),
+		.msix_vectors = min_t(u32, CHPP_VF_DEFAULT_MSIX, c->num_msix),
 		.weight = 1,
 		.priority = 0,
 	};

@@ -7,7 +7,10 @@
 #   --time SECONDS   fuzz for this long (default 300)
 #   --runs N         or stop after N executions
 #   --target NAME    generic-fuzz-chpp-hca (default): guest-side, MMIO of BAR0
-#                    and BAR2, config space, DMA from fuzzer memory; or
+#                    and BAR2, config space, DMA from fuzzer memory;
+#                    generic-fuzz-chpp-hca-any-target: the same with
+#                    x-dma-any-target=on (teardown under the device's own
+#                    DMA, docs/security.md); or
 #                    chpp-hca-link: frames from a hostile link peer;
 #                    chpp-hca-link-stream: its byte stream (record parser)
 #   --no-seeds       do not (re)make the seed corpus from the qtests
@@ -79,7 +82,7 @@ make_seeds() {
 }
 if [ "$SEEDS" = 1 ]; then
     case "$TARGET" in
-        generic-fuzz-chpp-hca) make_seeds ;;
+        generic-fuzz-chpp-hca*) make_seeds ;;
         chpp-hca-link|chpp-hca-link-stream) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" --link "$SEEDDIR" ;;
     esac
 fi
