@@ -22,9 +22,19 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
+/* A region of a PCI function (a BAR) or of a PCI host (the ECAM window)? */
+static bool chpp_region_is_pci(MemoryRegion *mr)
+{
+    Object *owner = memory_region_owner(mr);
+
+    return owner && (object_dynamic_cast(owner, TYPE_PCI_DEVICE) ||
+                     object_dynamic_cast(owner, TYPE_PCI_HOST_BRIDGE));
+}
+
 /*
  * Is [addr, addr + len) guest RAM the device may access (writable RAM for
- * a write)?  If not, names the first region that is not in @what.
+ * a write)?  With x-dma-any-target, PCI config space and BARs pass too.
+ * If not, names the first region that does not pass in @what.
  */
 static bool chpp_dma_target_ok(ChppHcaState *s, dma_addr_t addr,
                                dma_addr_t len, bool is_write,
@@ -42,9 +52,12 @@ static bool chpp_dma_target_ok(ChppHcaState *s, dma_addr_t addr,
         MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
                                                    is_write,
                                                    MEMTXATTRS_UNSPECIFIED);
+        bool ram = memory_region_is_ram(mr) &&
+                   !memory_region_is_ram_device(mr) &&
+                   !(is_write && mr->readonly);
 
-        if (!plen || !memory_region_is_ram(mr) ||
-            memory_region_is_ram_device(mr) || (is_write && mr->readonly)) {
+        if (!plen ||
+            !(ram || (s->dma_any_target && chpp_region_is_pci(mr)))) {
             g_strlcpy(what, memory_region_name(mr) ?: "?", what_len);
             return false;
         }
@@ -63,8 +76,7 @@ static bool chpp_dma_allowed(ChppHcaState *s, dma_addr_t addr,
         /* Unrealized under code still on the stack: no bus master left. */
         return false;
     }
-    if (s->dma_any_target ||
-        chpp_dma_target_ok(s, addr, len, is_write, what, sizeof(what))) {
+    if (chpp_dma_target_ok(s, addr, len, is_write, what, sizeof(what))) {
         return true;
     }
     chpp_count(s, CHPP_CNT_DMA_REFUSED);
@@ -118,14 +130,11 @@ static bool chpp_msi_target_ok(ChppHcaState *s, uint64_t addr,
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     hwaddr xlat, plen = 4;
     MemoryRegion *mr;
-    Object *owner;
 
     RCU_READ_LOCK_GUARD();
     mr = address_space_translate(as, addr, &xlat, &plen, true,
                                  MEMTXATTRS_UNSPECIFIED);
-    owner = memory_region_owner(mr);
-    if (owner && (object_dynamic_cast(owner, TYPE_PCI_DEVICE) ||
-                  object_dynamic_cast(owner, TYPE_PCI_HOST_BRIDGE))) {
+    if (!s->dma_any_target && chpp_region_is_pci(mr)) {
         g_strlcpy(what, memory_region_name(mr) ?: "?", what_len);
         return false;
     }
@@ -145,7 +154,7 @@ void chpp_irq(ChppHcaState *s, unsigned vector)
         trace_chpp_hca_irq_suppressed(vector);
         return;
     }
-    if (!s->dma_any_target && !msix_is_masked(pdev, vector)) {
+    if (!msix_is_masked(pdev, vector)) {
         MSIMessage msg = msix_get_message(pdev, vector);
 
         if (!chpp_msi_target_ok(s, msg.address, what, sizeof(what))) {

@@ -401,7 +401,7 @@ static const struct {
                         "loop iteration (max 10 s)" },
     { "engine-delay-ns", "virtual time before the engine serves its "
                          "doorbell FIFO, 0 = next main loop iteration" },
-    { "x-dma-any-target", "tests only: let DMA and MSI-X reach config "
+    { "x-dma-any-target", "tests only: let DMA and MSI-X reach PCI config "
                           "space and BARs (docs/security.md)" },
 };
 
