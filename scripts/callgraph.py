@@ -27,26 +27,42 @@ BUILD = os.path.join(ROOT, "build", "qemu")
 
 # docs/architecture.md: lower layers never call higher ones.
 LAYERS = [
-    # 0: QOM glue and the device's base: DMA, guest errors, holds
+    # the base: guest errors, holds, command failure, refusing state
+    ["chpp-hca-base.c"],
+    # every DMA, mailbox and MSI-X message
     ["chpp-hca-dma.c"],
-    # 1: objects the guest creates (each owns its table)
-    ["chpp-hca-eq.c", "chpp-hca-port.c", "chpp-hca-mr.c", "chpp-hca-cq.c",
-     "chpp-hca-db-error.c"],
-    ["chpp-hca-qp.c", "chpp-hca-sriov.c"],
-    # 2: the transport: wire below link, engine parts above the wire
+    # objects the guest creates, each owning its table
+    ["chpp-hca-mr.c", "chpp-hca-eq.c"],
+    ["chpp-hca-db-error.c"],
+    ["chpp-hca-cq.c", "chpp-hca-sriov.c"],
+    # the link to the peer, the wire format over it, the port it makes
     ["chpp-hca-link-io.c"],
     ["chpp-hca-link.c"],
     ["chpp-hca-wire.c"],
-    ["chpp-hca-comp.c", "chpp-hca-resp.c", "chpp-hca-req.c"],
+    ["chpp-hca-port.c"],
+    ["chpp-hca-qp.c"],
+    # the engine's parts and the engine that schedules them
+    ["chpp-hca-comp.c", "chpp-hca-req.c", "chpp-hca-resp.c"],
     ["chpp-hca-engine.c"],
-    # 3: the guest's entry points and the views of the device
-    ["chpp-hca-cmd.c", "chpp-hca-regs.c"],
-    ["chpp-hca-vmstate.c", "chpp-hca-debug.c"],
-    ["chpp-hca.c"],
+    # the views, the guest's entry points, migration, the QOM device
+    ["chpp-hca-debug.c"],
+    ["chpp-hca-cmd.c"],
+    ["chpp-hca-vmstate.c"],
+    ["chpp-hca-regs.c", "chpp-hca.c"],
 ]
 
 # Arrows against the layers that stay, for now, with why.  Shrink it.
 ALLOW = {
+    ("chpp-hca-link.c", "chpp-hca-engine.c"):
+        "a frame arrived: the link kicks the PF's engine (a notification)",
+    ("chpp-hca-wire.c", "chpp-hca-engine.c"):
+        "a loopback frame or freed room: the wire kicks the engine",
+    ("chpp-hca-link.c", "chpp-hca-port.c"):
+        "link up/down changes the port state and posts PORT_CHANGE",
+    ("chpp-hca-link.c", "chpp-hca-wire.c"):
+        "received records are decoded by the wire format's owner",
+    ("chpp-hca-qp.c", "chpp-hca-engine.c"):
+        "every QP state change tells the engine (flush, start, timers)",
 }
 
 FRAME = re.compile(r'(node|edge): \{ (.*) \}')
@@ -153,9 +169,9 @@ def main():
     nodes, arrows = graph()
     layer = {f: i for i, fs in enumerate(LAYERS) for f in fs}
     missing = [n for n in nodes if n not in layer]
+    # Files of one layer are peers; a call up a layer runs against them.
     back = [(a, b) for (a, b) in arrows
-            if a in layer and b in layer and layer[a] <= layer[b]
-            and not (layer[a] == layer[b] and a == b)]
+            if a in layer and b in layer and layer[a] < layer[b]]
     print("%d files, %d arrows between them" % (len(nodes), len(arrows)))
     for (a, b), fns in sorted(arrows.items()):
         mark = " (against the layers)" if (a, b) in back else ""

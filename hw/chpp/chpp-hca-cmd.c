@@ -78,62 +78,6 @@ static const char *chpp_cmd_name(uint16_t opcode)
     return info ? info->name : "UNKNOWN";
 }
 
-uint8_t chpp_cmd_fail(ChppHcaState *s, uint8_t status, const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    chpp_guest_error(s, "command %s: %s (status 0x%02x)",
-                     chpp_cmd_name(s->hcr[CHPP_HCR_CTRL / 4] &
-                                   CHPP_HCR_OPCODE_MASK),
-                     msg, status);
-    return status;
-}
-
-static bool chpp_mailbox_check(ChppHcaState *s, uint64_t addr, size_t len,
-                               uint8_t *status)
-{
-    assert(len <= CHPP_MAILBOX_SIZE);
-    if (addr & (CHPP_MAILBOX_ALIGN - 1)) {
-        *status = chpp_cmd_fail(s, CHPP_STAT_BAD_MAILBOX,
-                                "mailbox 0x%" PRIx64 " not %u-byte aligned",
-                                addr, CHPP_MAILBOX_ALIGN);
-        return false;
-    }
-    return true;
-}
-
-bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf, size_t len,
-                       uint8_t *status)
-{
-    if (!chpp_mailbox_check(s, addr, len, status)) {
-        return false;
-    }
-    if (!chpp_dma_read(s, addr, buf, len)) {
-        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
-                                "mailbox read at 0x%" PRIx64 " failed", addr);
-        return false;
-    }
-    return true;
-}
-
-bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
-                        size_t len, uint8_t *status)
-{
-    if (!chpp_mailbox_check(s, addr, len, status)) {
-        return false;
-    }
-    if (!chpp_dma_write(s, addr, buf, len)) {
-        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
-                                "mailbox write at 0x%" PRIx64 " failed", addr);
-        return false;
-    }
-    return true;
-}
-
 static uint8_t chpp_cmd_query_fw(ChppHcaState *s, uint64_t out_mailbox)
 {
     struct chpp_fw_info fw = {
@@ -326,6 +270,7 @@ static void chpp_cmd_execute(ChppHcaState *s)
         return;
     }
 
+    s->cmd_name = chpp_cmd_name(opcode);
     status = chpp_cmd_dispatch(s, opcode, opmod, in_param, in_mod,
                                &out_param);
     if (resets != s->resets) {

@@ -105,7 +105,7 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
         chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
                           chpp_local_ack_timeout_ns(qp->timeout));
     }
-    chpp_engine_progress(s, qp);
+    chpp_qp_check_drained(s, qp);
     chpp_req_run(s, qp);
 }
 
@@ -285,4 +285,24 @@ void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp)
     }
     qp->eng.retry_left--;
     chpp_req_retransmit(s, qp);
+}
+
+bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                   uint8_t opcode, uint8_t status, uint8_t verr,
+                   uint32_t byte_len)
+{
+    struct chpp_cqe cqe = {
+        .wr_id = cpu_to_le64(wr_id),
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(chpp_qpn(s, qp)),
+        /* Send completions are in order: this is WQE sq_comp. */
+        .src_qp = cpu_to_le32(qp->eng.sq_comp),
+        .vendor_err = verr,
+        .opcode = opcode,
+        .status = status,
+        .flags = CHPP_CQE_FLAG_SEND,
+    };
+
+    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
+    return chpp_cq_post(s, qp->send_cqn, &cqe, false);
 }

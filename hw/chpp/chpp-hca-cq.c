@@ -320,7 +320,7 @@ dma_error:
     return false;
 }
 
-void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val)
+const char *chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val)
 {
     uint32_t cqn = val & CHPP_CQ_DB_CQN_MASK;
     uint32_t cmd = (val & CHPP_CQ_DB_CMD_MASK) >> CHPP_CQ_DB_CMD_SHIFT;
@@ -328,39 +328,28 @@ void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val)
     ChppCq *cq;
 
     if (val & CHPP_CQ_DB_RSVD) {
-        chpp_uar_doorbell_error(s, uar, CHPP_UAR_CQ_DB, val,
-                                "CQ doorbell: reserved bits set");
-        return;
+        return "CQ doorbell: reserved bits set";
     }
     cq = chpp_cq_get(s, cqn);
     if (!cq) {
-        chpp_uar_doorbell_error(s, uar, CHPP_UAR_CQ_DB, val,
-                                "CQ doorbell: CQ not in hardware ownership");
-        return;
+        return "CQ doorbell: CQ not in hardware ownership";
     }
     if (cq->uar != uar) {
-        chpp_uar_doorbell_error(s, uar, CHPP_UAR_CQ_DB, val,
-                                "CQ doorbell: CQ belongs to another UAR page");
-        return;
+        return "CQ doorbell: CQ belongs to another UAR page";
     }
     if (cmd > CHPP_CQ_DB_ARM_SOL) {
-        chpp_uar_doorbell_error(s, uar, CHPP_UAR_CQ_DB, val,
-                                "CQ doorbell: unknown command");
-        return;
+        return "CQ doorbell: unknown command";
     }
     /* The consumer may only move forward, and not past the producer. */
     if (((new_ci - cq->ci) & CHPP_CQ_IDX_MASK) >
         ((cq->pi - cq->ci) & CHPP_CQ_IDX_MASK)) {
-        chpp_uar_doorbell_error(s, uar, CHPP_UAR_CQ_DB, val,
-                                "CQ doorbell: consumer index outside "
-                                "[ci, pi]");
-        return;
+        return "CQ doorbell: consumer index outside [ci, pi]";
     }
     trace_chpp_hca_cq_doorbell(cqn, cmd, new_ci);
     cq->ci = new_ci;
     if (cq->error) {
         /* A stopped CQ takes CI updates but cannot be armed. */
-        return;
+        return NULL;
     }
     /* ARM_NEXT covers ARM_SOL: a pending ARM_NEXT is never narrowed. */
     if (cmd == CHPP_CQ_DB_ARM_NEXT) {
@@ -368,6 +357,7 @@ void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val)
     } else if (cmd == CHPP_CQ_DB_ARM_SOL && cq->arm != CHPP_CQ_DB_ARM_NEXT) {
         cq->arm = CHPP_CQ_DB_ARM_SOL;
     }
+    return NULL;
 }
 
 void chpp_cq_reset(ChppHcaState *s)

@@ -245,6 +245,19 @@ void chpp_vf_flr_queue(ChppHcaState *pf, uint8_t vf)
     }
 }
 
+/* Refused doorbells came first: their events go first. */
+void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
+{
+    chpp_db_err_flush(s);
+    chpp_event_post_now(s, eqe);
+}
+
+void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
+{
+    chpp_db_err_flush(s);
+    chpp_eq_post_to_now(s, eqn, eqe);
+}
+
 void chpp_db_err_init(ChppHcaState *s)
 {
     s->db_err_bh = qemu_bh_new_guarded(chpp_db_err_bh, s,

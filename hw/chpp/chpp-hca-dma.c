@@ -119,6 +119,47 @@ bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
     return true;
 }
 
+static bool chpp_mailbox_check(ChppHcaState *s, uint64_t addr, size_t len,
+                               uint8_t *status)
+{
+    assert(len <= CHPP_MAILBOX_SIZE);
+    if (addr & (CHPP_MAILBOX_ALIGN - 1)) {
+        *status = chpp_cmd_fail(s, CHPP_STAT_BAD_MAILBOX,
+                                "mailbox 0x%" PRIx64 " not %u-byte aligned",
+                                addr, CHPP_MAILBOX_ALIGN);
+        return false;
+    }
+    return true;
+}
+
+bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf, size_t len,
+                       uint8_t *status)
+{
+    if (!chpp_mailbox_check(s, addr, len, status)) {
+        return false;
+    }
+    if (!chpp_dma_read(s, addr, buf, len)) {
+        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
+                                "mailbox read at 0x%" PRIx64 " failed", addr);
+        return false;
+    }
+    return true;
+}
+
+bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
+                        size_t len, uint8_t *status)
+{
+    if (!chpp_mailbox_check(s, addr, len, status)) {
+        return false;
+    }
+    if (!chpp_dma_write(s, addr, buf, len)) {
+        *status = chpp_cmd_fail(s, CHPP_STAT_DMA_ERR,
+                                "mailbox write at 0x%" PRIx64 " failed", addr);
+        return false;
+    }
+    return true;
+}
+
 /*
  * An MSI-X message is a posted write too.  It may go to RAM or to the
  * platform's interrupt controller, but not into config space (a PCI

@@ -20,16 +20,6 @@
 /* Work done per bottom-half run before yielding to the main loop. */
 #define CHPP_ENGINE_BUDGET 256
 
-ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn)
-{
-    return qpn < s->params.num_qps ? &s->qps[qpn] : NULL;
-}
-
-uint32_t chpp_qpn(ChppHcaState *s, ChppQp *qp)
-{
-    return qp - s->qps;
-}
-
 void chpp_engine_kick(ChppHcaState *s)
 {
     if (s->engine_stopped || s->gone) {
@@ -155,6 +145,8 @@ uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar)
 void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                        uint64_t val, unsigned size)
 {
+    const char *why;
+
     if (uar >= s->params.uar_pages) {
         chpp_uar_doorbell_error(s, uar, offset, val, "UAR page not present");
         return;
@@ -175,7 +167,10 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                                     "CQ doorbell needs a 64-bit write");
             return;
         }
-        chpp_cq_doorbell(s, uar, val);
+        why = chpp_cq_doorbell(s, uar, val);
+        if (why) {
+            chpp_uar_doorbell_error(s, uar, offset, val, why);
+        }
         return;
     default:
         chpp_uar_doorbell_error(s, uar, offset, val, "not a doorbell");
@@ -398,45 +393,6 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
     s->engine_stopped = true;
 }
 
-void chpp_engine_qp_ready(ChppHcaState *s, ChppQp *qp)
-{
-    chpp_req_run(s, qp);
-}
-
-/* InfiniBand encodings of the local ACK timeout and the RNR timer. */
-int64_t chpp_local_ack_timeout_ns(uint8_t timeout)
-{
-    return timeout ? 4096ll << MIN(timeout, 31) : 0;
-}
-
-int64_t chpp_rnr_timer_ns(uint8_t code)
-{
-    static const uint32_t us[32] = {
-        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
-        1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
-        40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
-    };
-
-    return us[code & 31] * 1000ll;
-}
-
-void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
-                       int64_t delay_ns)
-{
-    qp->eng.timer_kind = kind;
-    qp->eng.timer_deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns;
-    if (s->gone) {
-        return;
-    }
-    timer_mod(s->qp_timers[chpp_qpn(s, qp)], qp->eng.timer_deadline);
-}
-
-void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp)
-{
-    qp->eng.timer_kind = CHPP_TIMER_NONE;
-    timer_del(s->qp_timers[chpp_qpn(s, qp)]);
-}
-
 typedef struct ChppQpTimerCtx {
     ChppHcaState *s;
     uint32_t qpn;
@@ -465,59 +421,6 @@ static void chpp_qp_timer_cb(void *opaque)
     chpp_timer_call(ctx->s, chpp_qp_timer_run, ctx);
 }
 
-bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
-                   uint8_t opcode, uint8_t status, uint8_t verr,
-                   uint32_t byte_len)
-{
-    struct chpp_cqe cqe = {
-        .wr_id = cpu_to_le64(wr_id),
-        .byte_len = cpu_to_le32(byte_len),
-        .qpn = cpu_to_le32(chpp_qpn(s, qp)),
-        /* Send completions are in order: this is WQE sq_comp. */
-        .src_qp = cpu_to_le32(qp->eng.sq_comp),
-        .vendor_err = verr,
-        .opcode = opcode,
-        .status = status,
-        .flags = CHPP_CQE_FLAG_SEND,
-    };
-
-    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
-    return chpp_cq_post(s, qp->send_cqn, &cqe, false);
-}
-
-void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type)
-{
-    struct chpp_eqe eqe = {
-        .type = type,
-        .event.qp.qpn = cpu_to_le32(chpp_qpn(s, qp)),
-    };
-
-    chpp_event_post(s, &eqe);
-}
-
-void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
-                  uint8_t event_type)
-{
-    if (event_type) {
-        chpp_qp_async_event(s, qp, event_type);
-    }
-    chpp_qp_set_error(s, qp, new_state);
-}
-
-static void chpp_engine_check_drained(ChppHcaState *s, ChppQp *qp)
-{
-    if (qp->state == CHPP_QPS_SQD && qp->eng.infl_count == 0 &&
-        qp->eng.sqd_notify) {
-        qp->eng.sqd_notify = false;
-        chpp_qp_async_event(s, qp, CHPP_EVENT_SQ_DRAINED);
-    }
-}
-
-void chpp_engine_progress(ChppHcaState *s, ChppQp *qp)
-{
-    chpp_engine_check_drained(s, qp);
-}
-
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state)
 {
@@ -543,7 +446,7 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
         chpp_req_run(s, qp);
         break;
     case CHPP_QPS_SQD:
-        chpp_engine_check_drained(s, qp);
+        chpp_qp_check_drained(s, qp);
         break;
     case CHPP_QPS_SQE:
         chpp_qp_timer_stop(s, qp);

@@ -30,12 +30,6 @@ static inline uint32_t chpp_mtu_bytes(uint8_t mtu)
     return 128u << MIN(MAX(mtu, 1), 5);
 }
 
-typedef struct ChppSge {
-    uint32_t lkey;
-    uint32_t length;
-    uint64_t addr;
-} ChppSge;
-
 /* A packet: the header fields in host order plus its payload. */
 typedef struct ChppPkt {
     uint8_t vc;                 /* virtual channel: CHPP_VC_* */
@@ -83,32 +77,12 @@ typedef struct ChppWqe {
 } ChppWqe;
 
 /* chpp-hca-engine.c */
-ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn);
-uint32_t chpp_qpn(ChppHcaState *s, ChppQp *qp);
 void chpp_engine_kick(ChppHcaState *s);
-void chpp_engine_qp_ready(ChppHcaState *s, ChppQp *qp);
-void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
-                       int64_t delay_ns);
-void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp);
-int64_t chpp_local_ack_timeout_ns(uint8_t timeout);
-int64_t chpp_rnr_timer_ns(uint8_t code);
-bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
-                   uint8_t opcode, uint8_t status, uint8_t verr,
-                   uint32_t byte_len);
-void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type);
-/* Post @event_type (0: none) and move the QP to @new_state (ERR/SQE). */
-void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
-                  uint8_t event_type);
-/* Completions made progress: SQ drained event, more requests. */
-void chpp_engine_progress(ChppHcaState *s, ChppQp *qp);
 
 /* chpp-hca-req.c */
 void chpp_req_run(ChppHcaState *s, ChppQp *qp);
 bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
                     uint8_t *status, uint8_t *verr);
-bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
-                 uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
-                 DMADirection dir, uint8_t *verr);
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp);
 void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
 uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
@@ -126,6 +100,10 @@ bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
 int chpp_resp_check_load(ChppHcaState *s, ChppQp *qp);
 
 /* chpp-hca-comp.c */
+/* The send CQE of WQE sq_comp of @qp. */
+bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                   uint8_t opcode, uint8_t status, uint8_t verr,
+                   uint32_t byte_len);
 void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt);
 void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t upto_psn,
                         bool inclusive);

@@ -110,9 +110,9 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     }
 }
 
-void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
+void chpp_eq_post_to_now(ChppHcaState *s, unsigned eqn,
+                         struct chpp_eqe *eqe)
 {
-    chpp_db_err_flush(s);
     if (eqn >= s->params.num_eqs) {
         chpp_eq_drop(s, CHPP_EQN_NONE, eqe->type);
         return;
@@ -131,43 +131,22 @@ void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe)
     chpp_eq_write(s, eqn, eqe);
 }
 
-void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe)
+const char *chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val)
 {
-    /* Refused doorbells came first: their events go first. */
-    chpp_db_err_flush(s);
-    chpp_event_post_now(s, eqe);
-}
-
-/* In the MMIO handler: the event is queued, not written (no DMA here). */
-static void chpp_doorbell_error(ChppHcaState *s, uint32_t offset,
-                                uint32_t val, const char *why)
-{
-    chpp_count(s, CHPP_CNT_DB_ERRORS);
-    chpp_guest_error(s, "doorbell 0x%x = 0x%08x: %s", offset, val, why);
-    chpp_doorbell_refused(s, CHPP_DB_ERR_BAD_VALUE, CHPP_DB_ERR_UAR_NONE,
-                          offset, val);
-}
-
-void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val)
-{
-    uint32_t offset = CHPP_REG_EQ_DB(eqn);
     uint32_t new_ci = val & CHPP_EQ_DB_CI_MASK;
     ChppEq *eq;
 
     if (eqn >= s->params.num_eqs || !s->eqs[eqn].hw) {
-        chpp_doorbell_error(s, offset, val, "EQ not in hardware ownership");
-        return;
+        return "EQ not in hardware ownership";
     }
     eq = &s->eqs[eqn];
     if (val & ~(CHPP_EQ_DB_CI_MASK | CHPP_EQ_DB_ARM)) {
-        chpp_doorbell_error(s, offset, val, "reserved bits set");
-        return;
+        return "reserved bits set";
     }
     /* The consumer may only move forward, and not past the producer. */
     if (((new_ci - eq->ci) & CHPP_EQ_IDX_MASK) >
         ((eq->pi - eq->ci) & CHPP_EQ_IDX_MASK)) {
-        chpp_doorbell_error(s, offset, val, "consumer index beyond producer");
-        return;
+        return "consumer index beyond producer";
     }
     trace_chpp_hca_eq_doorbell(eqn, new_ci, !!(val & CHPP_EQ_DB_ARM));
     eq->ci = new_ci;
@@ -178,6 +157,7 @@ void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val)
             chpp_eq_fire(s, eqn);
         }
     }
+    return NULL;
 }
 
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn)

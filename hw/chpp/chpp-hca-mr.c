@@ -440,3 +440,44 @@ const VMStateDescription vmstate_chpp_mpt = {
         VMSTATE_END_OF_LIST()
     }
 };
+
+/*
+ * Copy @len bytes at message offset @offset between @buf and a scatter/
+ * gather list, checking each piece against its region.
+ */
+bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
+                 uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+                 DMADirection dir, uint8_t *verr)
+{
+    uint32_t need = dir == DMA_DIRECTION_FROM_DEVICE ? CHPP_MPT_LOCAL_WRITE : 0;
+    uint8_t *p = buf;
+    uint32_t i;
+
+    for (i = 0; i < num_sge && len; i++) {
+        uint32_t chunk;
+        const ChppMpt *mr;
+
+        if (offset >= sge[i].length) {
+            offset -= sge[i].length;
+            continue;
+        }
+        chunk = MIN(sge[i].length - offset, len);
+        mr = chpp_mr_lookup(s, sge[i].lkey, qp->pd, sge[i].addr + offset,
+                            chunk, need, verr);
+        if (!mr) {
+            return false;
+        }
+        if (!chpp_mr_rw(s, mr, sge[i].addr + offset, p, chunk, dir)) {
+            *verr = CHPP_VERR_DMA;
+            return false;
+        }
+        p += chunk;
+        len -= chunk;
+        offset = 0;
+    }
+    if (len) {
+        *verr = CHPP_VERR_LKEY_BOUNDS;
+        return false;
+    }
+    return true;
+}

@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/timer.h"
 #include "qemu/bswap.h"
 #include "migration/vmstate.h"
 #include "chpp-hca.h"
@@ -180,11 +181,6 @@ static const char *chpp_qp_state_name(uint8_t state)
 {
     return state < ARRAY_SIZE(chpp_qp_state_names) ?
            chpp_qp_state_names[state] : "?";
-}
-
-static uint32_t chpp_qp_num(ChppHcaState *s, const ChppQp *qp)
-{
-    return qp - s->qps;
 }
 
 static const ChppQpTrans *chpp_qp_trans_find(uint16_t opcode)
@@ -627,6 +623,70 @@ uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox)
     return status;
 }
 
+/* InfiniBand encodings of the local ACK timeout and the RNR timer. */
+int64_t chpp_local_ack_timeout_ns(uint8_t timeout)
+{
+    return timeout ? 4096ll << MIN(timeout, 31) : 0;
+}
+
+int64_t chpp_rnr_timer_ns(uint8_t code)
+{
+    static const uint32_t us[32] = {
+        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+        1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+        40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+    };
+
+    return us[code & 31] * 1000ll;
+}
+
+/* The engine's QP timer callback runs the transport (chpp-hca-engine.c). */
+void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
+                       int64_t delay_ns)
+{
+    qp->eng.timer_kind = kind;
+    qp->eng.timer_deadline = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns;
+    if (s->gone) {
+        return;
+    }
+    timer_mod(s->qp_timers[chpp_qpn(s, qp)], qp->eng.timer_deadline);
+}
+
+void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp)
+{
+    qp->eng.timer_kind = CHPP_TIMER_NONE;
+    timer_del(s->qp_timers[chpp_qpn(s, qp)]);
+}
+
+void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type)
+{
+    struct chpp_eqe eqe = {
+        .type = type,
+        .event.qp.qpn = cpu_to_le32(chpp_qpn(s, qp)),
+    };
+
+    chpp_event_post(s, &eqe);
+}
+
+void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
+                  uint8_t event_type)
+{
+    if (event_type) {
+        chpp_qp_async_event(s, qp, event_type);
+    }
+    chpp_qp_set_error(s, qp, new_state);
+}
+
+/* SQD: post SQ_DRAINED once nothing is in flight, if it was asked for. */
+void chpp_qp_check_drained(ChppHcaState *s, ChppQp *qp)
+{
+    if (qp->state == CHPP_QPS_SQD && qp->eng.infl_count == 0 &&
+        qp->eng.sqd_notify) {
+        qp->eng.sqd_notify = false;
+        chpp_qp_async_event(s, qp, CHPP_EVENT_SQ_DRAINED);
+    }
+}
+
 void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
 {
     uint8_t old = qp->state;
@@ -639,7 +699,7 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
         (old != CHPP_QPS_RTS && old != CHPP_QPS_SQD)) {
         new_state = CHPP_QPS_ERR;
     }
-    trace_chpp_hca_qp_error(chpp_qp_num(s, qp), old, new_state);
+    trace_chpp_hca_qp_error(chpp_qpn(s, qp), old, new_state);
     qp->state = new_state;
     chpp_engine_qp_transition(s, qp, old);
 }

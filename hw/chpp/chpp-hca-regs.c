@@ -114,7 +114,17 @@ static void chpp_regs_write(void *opaque, hwaddr addr, uint64_t val64,
     if (chpp_is_hcr(addr)) {
         chpp_hcr_write(s, (addr - CHPP_REG_HCR) / 4, val);
     } else if (chpp_is_eq_db(addr)) {
-        chpp_eq_doorbell(s, (addr - CHPP_REG_EQ_DB_BASE) / 4, val);
+        const char *why = chpp_eq_doorbell(s, (addr - CHPP_REG_EQ_DB_BASE) / 4,
+                                           val);
+
+        /* In the MMIO handler: the event is queued, not written. */
+        if (why) {
+            chpp_count(s, CHPP_CNT_DB_ERRORS);
+            chpp_guest_error(s, "doorbell 0x%x = 0x%08x: %s",
+                             (unsigned)addr, (uint32_t)val, why);
+            chpp_doorbell_refused(s, CHPP_DB_ERR_BAD_VALUE,
+                                  CHPP_DB_ERR_UAR_NONE, addr, val);
+        }
     } else if (addr == CHPP_REG_SCRATCH) {
         s->scratch = val;
     } else if (addr == CHPP_REG_RESET) {

@@ -24,20 +24,6 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
-int chpp_refuse(ChppHcaState *s, const char *fmt, ...)
-{
-    g_autofree char *why = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    why = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    trace_chpp_hca_vmstate_refused(s->func, why);
-    error_report("chpp-hca: function %u: incoming state refused: %s",
-                 s->func, why);
-    return -EINVAL;
-}
-
 static int chpp_function_pre_load(void *opaque)
 {
     chpp_db_err_pre_load(opaque);

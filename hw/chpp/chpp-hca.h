@@ -280,6 +280,7 @@ struct ChppHcaState {
 
     /* Command interface */
     uint32_t hcr[CHPP_HCR_DWORDS];
+    const char *cmd_name;       /* the command running, for its errors */
     QEMUBH *cmd_bh;
     QEMUTimer *cmd_timer;
 
@@ -333,6 +334,11 @@ struct ChppHcaState {
     bool mig_vfs_loaded;
 };
 
+/*
+ * chpp-hca-base.c: what every file may call (docs/architecture.md).
+ * A guest mistake: counted in CHPP_CNT_GUEST_ERRORS, traced, logged with
+ * -d guest_errors.
+ */
 void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
                                           ...);
 /*
@@ -342,14 +348,6 @@ void G_GNUC_PRINTF(2, 3) chpp_guest_error(ChppHcaState *s, const char *fmt,
  */
 void G_GNUC_PRINTF(2, 3) chpp_guest_note(ChppHcaState *s, const char *fmt,
                                          ...);
-
-static inline void chpp_count(ChppHcaState *s, enum chpp_counter c)
-{
-    s->counters[c]++;
-}
-
-/* chpp-hca.c */
-void chpp_hca_soft_reset(ChppHcaState *s);
 /*
  * Hold @s while device code works on it: a DMA or interrupt it issues may
  * unrealize it (docs/security.md), and its state must outlive the code on
@@ -359,6 +357,38 @@ void chpp_hold(ChppHcaState *s);
 void chpp_release(ChppHcaState *s);
 /* Run a timer's @fn(@opaque) held and behind @s's re-entrancy guard. */
 void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque);
+/* Fail the running command: a guest error; returns @status. */
+uint8_t G_GNUC_PRINTF(3, 4) chpp_cmd_fail(ChppHcaState *s, uint8_t status,
+                                          const char *fmt, ...);
+/* Command mailboxes: false with *status set (BAD_MAILBOX, DMA_ERR). */
+bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
+                       size_t len, uint8_t *status);
+bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
+                        size_t len, uint8_t *status);
+/*
+ * Refuse incoming state (error message, trace naming the field and its
+ * value); returns -EINVAL.
+ */
+int G_GNUC_PRINTF(2, 3) chpp_refuse(ChppHcaState *s, const char *fmt, ...);
+
+static inline void chpp_count(ChppHcaState *s, enum chpp_counter c)
+{
+    s->counters[c]++;
+}
+
+/* QP @qpn of @s, or NULL. */
+static inline ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn)
+{
+    return qpn < s->params.num_qps ? &s->qps[qpn] : NULL;
+}
+
+static inline uint32_t chpp_qpn(ChppHcaState *s, const ChppQp *qp)
+{
+    return qp - s->qps;
+}
+
+/* chpp-hca.c */
+void chpp_hca_soft_reset(ChppHcaState *s);
 
 /*
  * chpp-hca-dma.c: every DMA and MSI-X message of the device.  DMA reaches
@@ -388,6 +418,21 @@ uint8_t chpp_cmd_write_mtt(ChppHcaState *s, uint32_t count, uint64_t mailbox);
 const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
                               uint64_t va, uint64_t len, uint32_t need,
                               uint8_t *verr);
+/* A scatter/gather entry of a WQE. */
+typedef struct ChppSge {
+    uint32_t lkey;
+    uint32_t length;
+    uint64_t addr;
+} ChppSge;
+
+/*
+ * Copy @len bytes at message offset @offset between @buf and a scatter/
+ * gather list, each piece checked against its region in @qp's PD; false
+ * with *verr set (CHPP_VERR_*) otherwise.
+ */
+bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
+                 uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+                 DMADirection dir, uint8_t *verr);
 /* Copy between @buf and a checked region; false on a DMA/MTT fault. */
 bool chpp_mr_rw(ChppHcaState *s, const ChppMpt *mr, uint64_t va, void *buf,
                 uint64_t len, DMADirection dir);
@@ -413,8 +458,8 @@ ChppCq *chpp_cq_get(ChppHcaState *s, uint32_t cqn);
  */
 bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
                   bool solicited);
-/* UAR CQ doorbell of page @uar. */
-void chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
+/* UAR CQ doorbell of page @uar: NULL, or why it is refused. */
+const char *chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
 
 /* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
 void chpp_qp_reset(ChppHcaState *s);
@@ -423,6 +468,20 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                            uint64_t mailbox);
 uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
 uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn);
+/* QP timers (local ACK timeout, RNR back-off); enum chpp_qp_timer. */
+void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
+                       int64_t delay_ns);
+void chpp_qp_timer_stop(ChppHcaState *s, ChppQp *qp);
+/* InfiniBand encodings of the local ACK timeout and the RNR timer. */
+int64_t chpp_local_ack_timeout_ns(uint8_t timeout);
+int64_t chpp_rnr_timer_ns(uint8_t code);
+/* SQD: post SQ_DRAINED once nothing is in flight, if it was asked for. */
+void chpp_qp_check_drained(ChppHcaState *s, ChppQp *qp);
+/* An affiliated async event of @qp (COMM_EST, SQ_DRAINED, WQ_*). */
+void chpp_qp_async_event(ChppHcaState *s, ChppQp *qp, uint8_t type);
+/* Post @event_type (0: none) and move the QP to @new_state (ERR/SQE). */
+void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
+                  uint8_t event_type);
 /* Move @qp to ERR or SQE on an error the engine found (async). */
 void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
 
@@ -470,6 +529,12 @@ void chpp_db_lost_report(ChppHcaState *s, uint32_t qpn, uint32_t uar,
 /* QP @qpn's lost work was announced again (RING_SQ) or abandoned (reset). */
 void chpp_db_lost_clear(ChppHcaState *s, uint32_t qpn);
 uint8_t chpp_cmd_query_db_lost(ChppHcaState *s, uint64_t mailbox);
+/*
+ * Post an event after the queued DOORBELL_ERROR and VF_FLR events: to the
+ * EQ mapped for its type, or to EQ @eqn.
+ */
+void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
+void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe);
 /* Queue the VF_FLR event of VF @vf on the PF @pf. */
 void chpp_vf_flr_queue(ChppHcaState *pf, uint8_t vf);
 /* Post the queued events now (before any later event; VM stopping). */
@@ -489,12 +554,6 @@ void chpp_cmd_fini(ChppHcaState *s);
 void chpp_cmd_reset(ChppHcaState *s);
 void chpp_cmd_post_load(ChppHcaState *s);
 void chpp_hcr_write(ChppHcaState *s, unsigned dword, uint32_t val);
-uint8_t G_GNUC_PRINTF(3, 4) chpp_cmd_fail(ChppHcaState *s, uint8_t status,
-                                          const char *fmt, ...);
-bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
-                       size_t len, uint8_t *status);
-bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
-                        size_t len, uint8_t *status);
 
 /* chpp-hca-debug.c: counters by name, QUERY_STATS, the QOM state view. */
 extern const char *const chpp_counter_names[CHPP_CNT_NUM];
@@ -554,28 +613,23 @@ uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
 /* chpp-hca-eq.c */
 void chpp_eq_reset(ChppHcaState *s);
 int chpp_eq_post_load(ChppHcaState *s);
-void chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
+/* EQ doorbell write: NULL, or why it is refused (the caller reports). */
+const char *chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val);
 uint32_t chpp_eq_doorbell_read(ChppHcaState *s, unsigned eqn);
 /*
- * Post to the EQ mapped for eqe->type (async events), after the queued
- * DOORBELL_ERROR and VF_FLR events; chpp_event_post_now() does not post
- * those first.
+ * Post to the EQ mapped for eqe->type (async events), or to EQ @eqn
+ * (completion events of a CQ), now: callers that must keep the order of
+ * the events MMIO writes queued use chpp_event_post()/chpp_eq_post_to().
  */
-void chpp_event_post(ChppHcaState *s, struct chpp_eqe *eqe);
 void chpp_event_post_now(ChppHcaState *s, struct chpp_eqe *eqe);
-/* Post to EQ @eqn (completion events of a CQ). */
-void chpp_eq_post_to(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe);
+void chpp_eq_post_to_now(ChppHcaState *s, unsigned eqn,
+                         struct chpp_eqe *eqe);
 uint8_t chpp_cmd_sw2hw_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_hw2sw_eq(ChppHcaState *s, uint32_t eqn);
 uint8_t chpp_cmd_query_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox);
 uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask);
 
 extern const VMStateDescription vmstate_chpp_hca;
-/*
- * Refuse incoming state (error message, trace naming the field and its
- * value); returns -EINVAL.
- */
-int G_GNUC_PRINTF(2, 3) chpp_refuse(ChppHcaState *s, const char *fmt, ...);
 extern const VMStateDescription vmstate_chpp_eq;
 extern const VMStateDescription vmstate_chpp_mpt;
 extern const VMStateDescription vmstate_chpp_cq;
