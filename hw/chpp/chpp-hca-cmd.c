@@ -142,19 +142,28 @@ static uint8_t chpp_cmd_init_hca(ChppHcaState *s, uint32_t abi_major)
     return CHPP_STAT_OK;
 }
 
+/*
+ * The one teardown of a function's resources, in one order: CLOSE_HCA, and
+ * within every device reset and FLR (chpp_hca_soft_reset()).
+ */
+void chpp_hca_reset_state(ChppHcaState *s)
+{
+    chpp_engine_reset(s);
+    chpp_qp_reset(s);
+    chpp_cq_reset(s);
+    chpp_mr_reset(s);
+    chpp_eq_reset(s);
+    chpp_port_reset(s);
+    s->hca_init = false;
+}
+
 static uint8_t chpp_cmd_close_hca(ChppHcaState *s)
 {
     if (!s->hca_init) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_SYS_STATE,
                              "HCA not initialised");
     }
-    chpp_engine_reset(s);
-    chpp_qp_reset(s);
-    chpp_cq_reset(s);
-    chpp_mr_reset(s);
-    chpp_port_reset(s);
-    chpp_eq_reset(s);
-    s->hca_init = false;
+    chpp_hca_reset_state(s);
     return CHPP_STAT_OK;
 }
 

@@ -31,13 +31,7 @@ void chpp_hca_soft_reset(ChppHcaState *s)
     s->resets++;
     chpp_cmd_reset(s);
     chpp_link_reset(s);
-    chpp_engine_reset(s);
-    chpp_qp_reset(s);
-    chpp_cq_reset(s);
-    chpp_mr_reset(s);
-    chpp_eq_reset(s);
-    chpp_port_reset(s);
-    s->hca_init = false;
+    chpp_hca_reset_state(s);
     s->scratch = 0;
     memset(s->counters, 0, sizeof(s->counters));
 }

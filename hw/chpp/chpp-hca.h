@@ -554,6 +554,8 @@ void chpp_cmd_fini(ChppHcaState *s);
 void chpp_cmd_reset(ChppHcaState *s);
 void chpp_cmd_post_load(ChppHcaState *s);
 void chpp_hcr_write(ChppHcaState *s, unsigned dword, uint32_t val);
+/* Resources back to before INIT_HCA (CLOSE_HCA; part of every reset). */
+void chpp_hca_reset_state(ChppHcaState *s);
 
 /* chpp-hca-debug.c: counters by name, QUERY_STATS, the QOM state view. */
 extern const char *const chpp_counter_names[CHPP_CNT_NUM];
