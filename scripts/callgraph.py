@@ -44,6 +44,8 @@ LAYERS = [
     # the engine's parts and the engine that schedules them
     ["chpp-hca-comp.c", "chpp-hca-req.c", "chpp-hca-resp.c"],
     ["chpp-hca-engine.c"],
+    # doorbells: decode, FIFO, RING_SQ; kick the engine
+    ["chpp-hca-doorbell.c"],
     # the views, the guest's entry points, migration, the QOM device
     ["chpp-hca-debug.c"],
     ["chpp-hca-cmd.c"],

@@ -76,6 +76,10 @@ typedef struct ChppWqe {
     uint32_t length;            /* message bytes */
 } ChppWqe;
 
+/* A doorbell FIFO entry: QPN | SQ producer index << 16. */
+#define CHPP_FIFO_QPN(e)    ((e) & 0xffffu)
+#define CHPP_FIFO_PI(e)     ((e) >> 16)
+
 /* chpp-hca-engine.c */
 void chpp_engine_kick(ChppHcaState *s);
 

@@ -467,7 +467,6 @@ int chpp_qp_post_load(ChppHcaState *s);
 uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                            uint64_t mailbox);
 uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox);
-uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn);
 /* QP timers (local ACK timeout, RNR back-off); enum chpp_qp_timer. */
 void chpp_qp_timer_arm(ChppHcaState *s, ChppQp *qp, uint8_t kind,
                        int64_t delay_ns);
@@ -485,8 +484,18 @@ void chpp_qp_fail(ChppHcaState *s, ChppQp *qp, uint8_t new_state,
 /* Move @qp to ERR or SQE on an error the engine found (async). */
 void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state);
 
+/* chpp-hca-doorbell.c: UAR doorbells, the doorbell FIFO, RING_SQ. */
+void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                       uint64_t val, unsigned size);
+/* The CHPP_UAR_DB_STATUS value of UAR page @uar. */
+uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar);
+/* Report a malformed UAR doorbell (DOORBELL_ERROR event, counters). */
+void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
+                             uint64_t val, const char *why);
+uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn);
+
 /*
- * chpp-hca-engine.c: doorbell FIFO, requester, responder, completer.
+ * chpp-hca-engine.c: scheduling of the requester, responder, completer.
  * chpp-hca-qp.c calls chpp_engine_qp_transition() after every state change
  * (commands and chpp_qp_set_error), with the state the QP left.
  */
@@ -499,13 +508,6 @@ int chpp_engine_check_load(ChppHcaState *s);
 void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
-void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
-                       uint64_t val, unsigned size);
-/* The CHPP_UAR_DB_STATUS value of UAR page @uar. */
-uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar);
-/* Report a malformed UAR doorbell (DOORBELL_ERROR event, counters). */
-void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,
-                             uint64_t val, const char *why);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
