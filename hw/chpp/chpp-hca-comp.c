@@ -115,6 +115,8 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     g_autofree ChppWqe *w = g_new(ChppWqe, 1);
     ChppInflight *e;
     uint8_t status = 0, verr = 0;
+    uint32_t mtu;
+    uint64_t off;
 
     /* Earlier sends and PUTs are acknowledged implicitly. */
     while ((e = chpp_head(qp)) && !chpp_is_rd_atomic(e->opcode) &&
@@ -132,6 +134,17 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         (uint64_t)pkt->offset + pkt->len > e->length) {
         /* Not the response we wait for: go-back-N will ask again. */
         trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected GET response");
+        return;
+    }
+    /*
+     * Both ends must share the path MTU (IB): a response cut by another
+     * MTU would leave the two ends' PSNs apart without a word.
+     */
+    mtu = chpp_mtu_bytes(qp->path_mtu);
+    off = (uint64_t)chpp_psn_diff(pkt->psn, e->first_psn) * mtu;
+    if (pkt->offset != off || pkt->len != MIN(mtu, e->length - off)) {
+        chpp_comp_fail_head(s, qp, CHPP_WC_BAD_RESP_ERR,
+                            CHPP_VERR_BAD_RESPONSE);
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {

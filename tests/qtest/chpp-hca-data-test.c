@@ -34,6 +34,7 @@ typedef struct Fx {
     TQp a;
     TQp b;
     uint32_t next_mr;
+    uint8_t mtu[2];         /* path_mtu of a and b; 0: 4096 */
 } Fx;
 
 /* ---- fixture ----------------------------------------------------------- */
@@ -90,7 +91,8 @@ static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
                           uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer)
 {
     struct chpp_qp_context c = {
-        .path_mtu = 5,
+        .path_mtu = q->qpn < 2 && f->mtu[q->qpn] ? f->mtu[q->qpn]
+                                                 : CHPP_MTU_4096,
         .dest_node = 0,
         .dest_qpn = cpu_to_le32(peer->qpn),
         .dest_magic = peer->magic,
@@ -120,9 +122,13 @@ static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
                                    &c), ==, CHPP_STAT_OK);
 }
 
-/* A device with an async EQ, two CQs and QPs a (0) and b (1) connected. */
-static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
-                       uint8_t retry, uint8_t rnr_retry)
+/*
+ * A device with an async EQ, two CQs and QPs a (0) and b (1) connected,
+ * with path MTUs @mtu_a and @mtu_b (0: 4096).
+ */
+static Fx *fx_new_mtu(uint8_t type, const char *props, uint8_t timeout,
+                      uint8_t retry, uint8_t rnr_retry, uint8_t mtu_a,
+                      uint8_t mtu_b)
 {
     Fx *f = g_new0(Fx, 1);
     g_autofree char *p = g_strdup_printf("num-qps=8%s%s",
@@ -141,9 +147,17 @@ static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
     f->b = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 9, .magic = 0xb2 };
     g_assert_cmphex(fx_qp_init(f, &f->a, 0, type), ==, CHPP_STAT_OK);
     g_assert_cmphex(fx_qp_init(f, &f->b, 1, type), ==, CHPP_STAT_OK);
+    f->mtu[0] = mtu_a;
+    f->mtu[1] = mtu_b;
     fx_qp_connect(f, &f->a, &f->b, timeout, retry, rnr_retry, 1);
     fx_qp_connect(f, &f->b, &f->a, timeout, retry, rnr_retry, 1);
     return f;
+}
+
+static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
+                       uint8_t retry, uint8_t rnr_retry)
+{
+    return fx_new_mtu(type, props, timeout, retry, rnr_retry, 0, 0);
 }
 
 static Fx *fx_new(uint8_t type)
@@ -815,6 +829,55 @@ static void test_err_retry_exceeded(void)
     fx_free(f);
 }
 
+/*
+ * Both ends must use the same path MTU.  A requester at 2048 GETting from a
+ * responder at 4096 (and the other way round) gets response packets that do
+ * not fit its MTU: the GET completes with BAD_RESP_ERR at the first one,
+ * instead of the PSNs of the two ends parting silently (the GET succeeds
+ * and a later request ends in RETRY_EXC_ERR, or the GET does after
+ * timeouts).
+ */
+static void test_err_mtu_mismatch(void)
+{
+    static const uint8_t mtus[][2] = {
+        { CHPP_MTU_4096 - 1, CHPP_MTU_4096 },   /* a at 2048, b at 4096 */
+        { CHPP_MTU_4096, CHPP_MTU_4096 - 1 },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(mtus); i++) {
+        Fx *f = fx_new_mtu(CHPP_QPT_RC, NULL, 14, 3, 3, mtus[i][0],
+                           mtus[i][1]);
+        uint32_t len = 3 * 2048;
+        uint64_t remote = fx_buf(f, len), local = fx_buf(f, len);
+        uint32_t rkey = fx_mr(f, remote, len, MR_ALL);
+        uint32_t lkey = fx_mr(f, local, len, CHPP_MPT_LOCAL_WRITE);
+        struct chpp_cqe cqe;
+        Wqe *w;
+
+        w = wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 1, 0);
+        wqe_raddr(w, remote, rkey);
+        wqe_sge(w, local, len, lkey);
+        post_send(f, &f->a, w, true);
+        poll_cq(f, SCQ, &cqe);
+        g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 1);
+        g_assert_cmpuint(cqe.status, ==, CHPP_WC_BAD_RESP_ERR);
+        g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_BAD_RESPONSE);
+        g_assert_cmpuint(cqe.opcode, ==, CHPP_CQE_OP_RDMA_READ);
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 0);
+        /* Refused at the first response packet, not after timeouts. */
+        g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RETRANSMITS), ==, 0);
+        g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
+        w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 2, 0);
+        wqe_raddr(w, remote, rkey);
+        wqe_sge(w, local, 16, lkey);
+        post_send(f, &f->a, w, true);
+        expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_WR_FLUSH_ERR,
+                   0);
+        fx_free(f);
+    }
+}
+
 static void test_magic_mismatch(void)
 {
     Fx *f = fx_new_opts(CHPP_QPT_RC, NULL, 10, 1, 0);
@@ -1447,6 +1510,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/err/retry-exceeded",
                    test_err_retry_exceeded);
     qtest_add_func("/chpp-hca/data/err/magic", test_magic_mismatch);
+    qtest_add_func("/chpp-hca/data/err/mtu-mismatch", test_err_mtu_mismatch);
     qtest_add_func("/chpp-hca/data/posting-per-state",
                    test_posting_per_state);
     qtest_add_func("/chpp-hca/data/db-fifo-overflow",

@@ -739,6 +739,7 @@ enum chpp_vendor_err {
     CHPP_VERR_FLUSH,
     CHPP_VERR_ATOMIC_ALIGN,     /* atomic address not 8-byte aligned */
     CHPP_VERR_NO_ROUTE,         /* destination not reachable */
+    CHPP_VERR_BAD_RESPONSE,     /* GET response not of our path MTU */
 };
 
 /*
