@@ -96,7 +96,9 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
         chpp_comp_complete(s, qp, 0, false);
         return;
     }
+    /* Both retry counts are per WQE (IB): progress restores them. */
     qp->eng.retry_left = qp->retry_cnt;
+    qp->eng.rnr_left = qp->rnr_retry;
     if (!qp->eng.infl_count) {
         if (qp->eng.timer_kind == CHPP_TIMER_RETRANSMIT) {
             chpp_qp_timer_stop(s, qp);

@@ -779,6 +779,7 @@ static void test_err_rnr(void)
     Fx *f = fx_new_opts(CHPP_QPT_RC, NULL, 14, 3, 2);
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    unsigned i;
     Wqe *w;
 
     /* No receive posted: RNR NAKs, then the retries run out. */
@@ -806,6 +807,29 @@ static void test_err_rnr(void)
     post_recv(f, &f->b, 4, buf + 64, 8, key);
     expect_cqe(f, SCQ, 3, CHPP_CQE_OP_SEND, 0, 8);
     expect_cqe(f, RCQ, 4, CHPP_CQE_OP_RECV, 0, 8);
+    fx_free(f);
+
+    /*
+     * rnr_retry counts the RNR NAKs of one WQE in a row: a completion
+     * restores it, so a QP with rnr_retry 1 survives one RNR NAK per WQE
+     * for ever.
+     */
+    f = fx_new_opts(CHPP_QPT_RC, NULL, 14, 3, 1);
+    buf = fx_buf(f, 4096);
+    key = fx_mr(f, buf, 4096, MR_ALL);
+    for (i = 0; i < 3; i++) {
+        struct chpp_cqe cqe;
+
+        w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 10 + i, 0);
+        wqe_sge(w, buf, 8, key);
+        post_send(f, &f->a, w, true);
+        qtest_clock_step(f->d->qts, 1000);
+        g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RNR_NAKS), ==, i + 1);
+        g_assert_false(cqe_valid(f, &f->cq[SCQ], &cqe));
+        post_recv(f, &f->b, 20 + i, buf + 64, 8, key);
+        expect_cqe(f, SCQ, 10 + i, CHPP_CQE_OP_SEND, 0, 8);
+        expect_cqe(f, RCQ, 20 + i, CHPP_CQE_OP_RECV, 0, 8);
+    }
     fx_free(f);
 }
 
