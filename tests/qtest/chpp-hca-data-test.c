@@ -86,9 +86,10 @@ static uint8_t fx_qp_init(Fx *f, TQp *q, uint32_t qpn, uint8_t type)
     return chpp_modify_qp(f->d, CHPP_CMD_RST2INIT_QP, qpn, mask, &c);
 }
 
-/* INIT -> RTR -> RTS towards @peer (on this node, loopback). */
-static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
-                          uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer)
+/* INIT2RTR or RTR2RTS (@cmd) towards @peer (on this node, loopback). */
+static void fx_qp_move(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
+                       uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer,
+                       uint16_t cmd)
 {
     struct chpp_qp_context c = {
         .path_mtu = q->qpn < 2 && f->mtu[q->qpn] ? f->mtu[q->qpn]
@@ -116,10 +117,19 @@ static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
         rts |= CHPP_QP_ATTR_TIMEOUT | CHPP_QP_ATTR_RETRY_CNT |
                CHPP_QP_ATTR_RNR_RETRY | CHPP_QP_ATTR_MAX_QP_RD_ATOMIC;
     }
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_INIT2RTR_QP, q->qpn, rtr,
+    g_assert_cmphex(chpp_modify_qp(f->d, cmd, q->qpn,
+                                   cmd == CHPP_CMD_INIT2RTR_QP ? rtr : rts,
                                    &c), ==, CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_RTR2RTS_QP, q->qpn, rts,
-                                   &c), ==, CHPP_STAT_OK);
+}
+
+/* INIT -> RTR -> RTS towards @peer. */
+static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
+                          uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer)
+{
+    fx_qp_move(f, q, peer, timeout, retry, rnr_retry, rnr_timer,
+               CHPP_CMD_INIT2RTR_QP);
+    fx_qp_move(f, q, peer, timeout, retry, rnr_retry, rnr_timer,
+               CHPP_CMD_RTR2RTS_QP);
 }
 
 /*
@@ -251,11 +261,22 @@ static void expect_cqe(Fx *f, uint32_t cqn, uint64_t wr_id, uint8_t opcode,
     g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
     g_assert_cmpuint(cqe.status, ==, status);
     g_assert_cmpuint(cqe.opcode, ==, opcode);
-    if (status == CHPP_WC_SUCCESS) {
-        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, byte_len);
+    /* Error and flush CQEs carry byte_len 0 (completion-queues.md). */
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==,
+                     status == CHPP_WC_SUCCESS ? byte_len : 0);
+    if (status == CHPP_WC_SUCCESS || status == CHPP_WC_WR_FLUSH_ERR) {
+        g_assert_cmpuint(cqe.vendor_err, ==,
+                         status ? CHPP_VERR_FLUSH : CHPP_VERR_NONE);
     }
     g_assert_cmpuint(!!(cqe.flags & CHPP_CQE_FLAG_SEND), ==,
                      cqn == SCQ);
+    if (cqn == SCQ || status) {
+        /* Nothing of a sender on send and error CQEs. */
+        g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, 0);
+        g_assert_cmpuint(cqe.src_vf, ==, 0);
+        g_assert_cmpuint(cqe.flags & ~CHPP_CQE_FLAG_SEND, ==, 0);
+        g_assert_cmpuint(le32_to_cpu(cqe.imm), ==, 0);
+    }
 }
 
 static uint8_t qp_state(Fx *f, TQp *q)
@@ -749,6 +770,8 @@ static void test_err_remote_invalid(void)
     Fx *f = fx_new(CHPP_QPT_RC);
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    struct chpp_eqe eqe;
+    struct chpp_cqe cqe;
     Wqe *w;
 
     w = wqe_new(CHPP_WQE_ATOMIC_FA, CHPP_WQE_SIGNALED, 1, 0);
@@ -757,7 +780,13 @@ static void test_err_remote_invalid(void)
     wqe_sge(w, buf + 64, 8, key);
     post_send(f, &f->a, w, true);
     expect_cqe(f, SCQ, 1, CHPP_CQE_OP_FETCH_ADD, CHPP_WC_REM_INV_REQ_ERR, 0);
+    /* ATOMIC_ALIGN is the target's reason; the NAK only says "invalid". */
+    g_assert_cmpuint(qtest_readb(f->d->qts, f->cq[SCQ].ring +
+                                 offsetof(struct chpp_cqe, vendor_err)), ==,
+                     CHPP_VERR_REMOTE_INVALID);
     g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
+    g_assert_true(next_event(f, CHPP_EVENT_WQ_INVAL_REQ, &eqe));
+    g_assert_cmpuint(le32_to_cpu(eqe.event.qp.qpn), ==, f->b.qpn);
     fx_free(f);
 
     /* A receive buffer shorter than the message. */
@@ -769,8 +798,14 @@ static void test_err_remote_invalid(void)
     wqe_sge(w, buf + 100, 100, key);
     post_send(f, &f->a, w, true);
     expect_cqe(f, SCQ, 8, CHPP_CQE_OP_SEND, CHPP_WC_REM_INV_REQ_ERR, 0);
-    expect_cqe(f, RCQ, 7, CHPP_CQE_OP_RECV, CHPP_WC_LOC_LEN_ERR, 0);
+    poll_cq(f, RCQ, &cqe);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 7);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_LOC_LEN_ERR);
+    g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_RECV_TOO_SMALL);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 0);
     g_assert_cmpuint(qp_state(f, &f->b), ==, CHPP_QPS_ERR);
+    /* The receive CQE reports it: no affiliated event. */
+    g_assert_false(next_event(f, CHPP_EVENT_WQ_INVAL_REQ, &eqe));
     fx_free(f);
 }
 
@@ -937,6 +972,7 @@ static void test_posting_per_state(void)
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
     TQp c = { .log_sq = 4, .log_rq = 4, .stride = 7, .magic = 7 };
+    TQp d = { .log_sq = 4, .log_rq = 4, .stride = 7, .magic = 8 };
     Wqe *w;
 
     /* RESET: a doorbell is an error. */
@@ -955,6 +991,18 @@ static void test_posting_per_state(void)
     qpci_io_writel(f->d->pdev, f->d->bar2, 2 * CHPP_UAR_PAGE_SIZE,
                    5 << CHPP_UAR_DB_QPN_SHIFT | 2);
     chpp_sq_db(f->d, UAR, 5, c.sq_pi + 17);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 3);
+
+    /* RTR too: the WQE starts at RTR2RTS, without another doorbell. */
+    g_assert_cmphex(fx_qp_init(f, &d, 6, CHPP_QPT_RC), ==, CHPP_STAT_OK);
+    fx_qp_move(f, &d, &d, 14, 3, 3, 1, CHPP_CMD_INIT2RTR_QP);
+    w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 10, 0);
+    wqe_raddr(w, buf + 2048, key);
+    wqe_sge(w, buf, 16, key);
+    post_send(f, &d, w, true);
+    assert_no_cqe(f, SCQ);
+    fx_qp_move(f, &d, &d, 14, 3, 3, 1, CHPP_CMD_RTR2RTS_QP);
+    expect_cqe(f, SCQ, 10, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
     g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 3);
     fx_free(f);
 }
