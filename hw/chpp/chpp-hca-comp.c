@@ -96,7 +96,9 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
         chpp_comp_complete(s, qp, 0, false);
         return;
     }
+    /* Both retry counts are per WQE (IB): progress restores them. */
     qp->eng.retry_left = qp->retry_cnt;
+    qp->eng.rnr_left = qp->rnr_retry;
     if (!qp->eng.infl_count) {
         if (qp->eng.timer_kind == CHPP_TIMER_RETRANSMIT) {
             chpp_qp_timer_stop(s, qp);
@@ -115,6 +117,8 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     g_autofree ChppWqe *w = g_new(ChppWqe, 1);
     ChppInflight *e;
     uint8_t status = 0, verr = 0;
+    uint32_t mtu;
+    uint64_t off;
 
     /* Earlier sends and PUTs are acknowledged implicitly. */
     while ((e = chpp_head(qp)) && !chpp_is_rd_atomic(e->opcode) &&
@@ -132,6 +136,17 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         (uint64_t)pkt->offset + pkt->len > e->length) {
         /* Not the response we wait for: go-back-N will ask again. */
         trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected GET response");
+        return;
+    }
+    /*
+     * Both ends must share the path MTU (IB): a response cut by another
+     * MTU would leave the two ends' PSNs apart without a word.
+     */
+    mtu = chpp_mtu_bytes(qp->path_mtu);
+    off = (uint64_t)chpp_psn_diff(pkt->psn, e->first_psn) * mtu;
+    if (pkt->offset != off || pkt->len != MIN(mtu, e->length - off)) {
+        chpp_comp_fail_head(s, qp, CHPP_WC_BAD_RESP_ERR,
+                            CHPP_VERR_BAD_RESPONSE);
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {

@@ -34,6 +34,7 @@ typedef struct Fx {
     TQp a;
     TQp b;
     uint32_t next_mr;
+    uint8_t mtu[2];         /* path_mtu of a and b; 0: 4096 */
 } Fx;
 
 /* ---- fixture ----------------------------------------------------------- */
@@ -85,12 +86,14 @@ static uint8_t fx_qp_init(Fx *f, TQp *q, uint32_t qpn, uint8_t type)
     return chpp_modify_qp(f->d, CHPP_CMD_RST2INIT_QP, qpn, mask, &c);
 }
 
-/* INIT -> RTR -> RTS towards @peer (on this node, loopback). */
-static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
-                          uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer)
+/* INIT2RTR or RTR2RTS (@cmd) towards @peer (on this node, loopback). */
+static void fx_qp_move(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
+                       uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer,
+                       uint16_t cmd)
 {
     struct chpp_qp_context c = {
-        .path_mtu = 5,
+        .path_mtu = q->qpn < 2 && f->mtu[q->qpn] ? f->mtu[q->qpn]
+                                                 : CHPP_MTU_4096,
         .dest_node = 0,
         .dest_qpn = cpu_to_le32(peer->qpn),
         .dest_magic = peer->magic,
@@ -114,15 +117,28 @@ static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
         rts |= CHPP_QP_ATTR_TIMEOUT | CHPP_QP_ATTR_RETRY_CNT |
                CHPP_QP_ATTR_RNR_RETRY | CHPP_QP_ATTR_MAX_QP_RD_ATOMIC;
     }
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_INIT2RTR_QP, q->qpn, rtr,
-                                   &c), ==, CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_RTR2RTS_QP, q->qpn, rts,
+    g_assert_cmphex(chpp_modify_qp(f->d, cmd, q->qpn,
+                                   cmd == CHPP_CMD_INIT2RTR_QP ? rtr : rts,
                                    &c), ==, CHPP_STAT_OK);
 }
 
-/* A device with an async EQ, two CQs and QPs a (0) and b (1) connected. */
-static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
-                       uint8_t retry, uint8_t rnr_retry)
+/* INIT -> RTR -> RTS towards @peer. */
+static void fx_qp_connect(Fx *f, TQp *q, const TQp *peer, uint8_t timeout,
+                          uint8_t retry, uint8_t rnr_retry, uint8_t rnr_timer)
+{
+    fx_qp_move(f, q, peer, timeout, retry, rnr_retry, rnr_timer,
+               CHPP_CMD_INIT2RTR_QP);
+    fx_qp_move(f, q, peer, timeout, retry, rnr_retry, rnr_timer,
+               CHPP_CMD_RTR2RTS_QP);
+}
+
+/*
+ * A device with an async EQ, two CQs and QPs a (0) and b (1) connected,
+ * with path MTUs @mtu_a and @mtu_b (0: 4096).
+ */
+static Fx *fx_new_mtu(uint8_t type, const char *props, uint8_t timeout,
+                      uint8_t retry, uint8_t rnr_retry, uint8_t mtu_a,
+                      uint8_t mtu_b)
 {
     Fx *f = g_new0(Fx, 1);
     g_autofree char *p = g_strdup_printf("num-qps=8%s%s",
@@ -141,9 +157,17 @@ static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
     f->b = (TQp) { .log_sq = 6, .log_rq = 6, .stride = 9, .magic = 0xb2 };
     g_assert_cmphex(fx_qp_init(f, &f->a, 0, type), ==, CHPP_STAT_OK);
     g_assert_cmphex(fx_qp_init(f, &f->b, 1, type), ==, CHPP_STAT_OK);
+    f->mtu[0] = mtu_a;
+    f->mtu[1] = mtu_b;
     fx_qp_connect(f, &f->a, &f->b, timeout, retry, rnr_retry, 1);
     fx_qp_connect(f, &f->b, &f->a, timeout, retry, rnr_retry, 1);
     return f;
+}
+
+static Fx *fx_new_opts(uint8_t type, const char *props, uint8_t timeout,
+                       uint8_t retry, uint8_t rnr_retry)
+{
+    return fx_new_mtu(type, props, timeout, retry, rnr_retry, 0, 0);
 }
 
 static Fx *fx_new(uint8_t type)
@@ -237,11 +261,22 @@ static void expect_cqe(Fx *f, uint32_t cqn, uint64_t wr_id, uint8_t opcode,
     g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, wr_id);
     g_assert_cmpuint(cqe.status, ==, status);
     g_assert_cmpuint(cqe.opcode, ==, opcode);
-    if (status == CHPP_WC_SUCCESS) {
-        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, byte_len);
+    /* Error and flush CQEs carry byte_len 0 (completion-queues.md). */
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==,
+                     status == CHPP_WC_SUCCESS ? byte_len : 0);
+    if (status == CHPP_WC_SUCCESS || status == CHPP_WC_WR_FLUSH_ERR) {
+        g_assert_cmpuint(cqe.vendor_err, ==,
+                         status ? CHPP_VERR_FLUSH : CHPP_VERR_NONE);
     }
     g_assert_cmpuint(!!(cqe.flags & CHPP_CQE_FLAG_SEND), ==,
                      cqn == SCQ);
+    if (cqn == SCQ || status) {
+        /* Nothing of a sender on send and error CQEs. */
+        g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, 0);
+        g_assert_cmpuint(cqe.src_vf, ==, 0);
+        g_assert_cmpuint(cqe.flags & ~CHPP_CQE_FLAG_SEND, ==, 0);
+        g_assert_cmpuint(le32_to_cpu(cqe.imm), ==, 0);
+    }
 }
 
 static uint8_t qp_state(Fx *f, TQp *q)
@@ -735,6 +770,8 @@ static void test_err_remote_invalid(void)
     Fx *f = fx_new(CHPP_QPT_RC);
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    struct chpp_eqe eqe;
+    struct chpp_cqe cqe;
     Wqe *w;
 
     w = wqe_new(CHPP_WQE_ATOMIC_FA, CHPP_WQE_SIGNALED, 1, 0);
@@ -743,7 +780,13 @@ static void test_err_remote_invalid(void)
     wqe_sge(w, buf + 64, 8, key);
     post_send(f, &f->a, w, true);
     expect_cqe(f, SCQ, 1, CHPP_CQE_OP_FETCH_ADD, CHPP_WC_REM_INV_REQ_ERR, 0);
+    /* ATOMIC_ALIGN is the target's reason; the NAK only says "invalid". */
+    g_assert_cmpuint(qtest_readb(f->d->qts, f->cq[SCQ].ring +
+                                 offsetof(struct chpp_cqe, vendor_err)), ==,
+                     CHPP_VERR_REMOTE_INVALID);
     g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
+    g_assert_true(next_event(f, CHPP_EVENT_WQ_INVAL_REQ, &eqe));
+    g_assert_cmpuint(le32_to_cpu(eqe.event.qp.qpn), ==, f->b.qpn);
     fx_free(f);
 
     /* A receive buffer shorter than the message. */
@@ -755,8 +798,14 @@ static void test_err_remote_invalid(void)
     wqe_sge(w, buf + 100, 100, key);
     post_send(f, &f->a, w, true);
     expect_cqe(f, SCQ, 8, CHPP_CQE_OP_SEND, CHPP_WC_REM_INV_REQ_ERR, 0);
-    expect_cqe(f, RCQ, 7, CHPP_CQE_OP_RECV, CHPP_WC_LOC_LEN_ERR, 0);
+    poll_cq(f, RCQ, &cqe);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 7);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_LOC_LEN_ERR);
+    g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_RECV_TOO_SMALL);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 0);
     g_assert_cmpuint(qp_state(f, &f->b), ==, CHPP_QPS_ERR);
+    /* The receive CQE reports it: no affiliated event. */
+    g_assert_false(next_event(f, CHPP_EVENT_WQ_INVAL_REQ, &eqe));
     fx_free(f);
 }
 
@@ -765,6 +814,7 @@ static void test_err_rnr(void)
     Fx *f = fx_new_opts(CHPP_QPT_RC, NULL, 14, 3, 2);
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
+    unsigned i;
     Wqe *w;
 
     /* No receive posted: RNR NAKs, then the retries run out. */
@@ -793,6 +843,29 @@ static void test_err_rnr(void)
     expect_cqe(f, SCQ, 3, CHPP_CQE_OP_SEND, 0, 8);
     expect_cqe(f, RCQ, 4, CHPP_CQE_OP_RECV, 0, 8);
     fx_free(f);
+
+    /*
+     * rnr_retry counts the RNR NAKs of one WQE in a row: a completion
+     * restores it, so a QP with rnr_retry 1 survives one RNR NAK per WQE
+     * for ever.
+     */
+    f = fx_new_opts(CHPP_QPT_RC, NULL, 14, 3, 1);
+    buf = fx_buf(f, 4096);
+    key = fx_mr(f, buf, 4096, MR_ALL);
+    for (i = 0; i < 3; i++) {
+        struct chpp_cqe cqe;
+
+        w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 10 + i, 0);
+        wqe_sge(w, buf, 8, key);
+        post_send(f, &f->a, w, true);
+        qtest_clock_step(f->d->qts, 1000);
+        g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RNR_NAKS), ==, i + 1);
+        g_assert_false(cqe_valid(f, &f->cq[SCQ], &cqe));
+        post_recv(f, &f->b, 20 + i, buf + 64, 8, key);
+        expect_cqe(f, SCQ, 10 + i, CHPP_CQE_OP_SEND, 0, 8);
+        expect_cqe(f, RCQ, 20 + i, CHPP_CQE_OP_RECV, 0, 8);
+    }
+    fx_free(f);
 }
 
 /* Nobody answers (peer QP not ready): timeouts, then retry exceeded. */
@@ -813,6 +886,55 @@ static void test_err_retry_exceeded(void)
     g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RETRANSMITS), ==, 2);
     g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
     fx_free(f);
+}
+
+/*
+ * Both ends must use the same path MTU.  A requester at 2048 GETting from a
+ * responder at 4096 (and the other way round) gets response packets that do
+ * not fit its MTU: the GET completes with BAD_RESP_ERR at the first one,
+ * instead of the PSNs of the two ends parting silently (the GET succeeds
+ * and a later request ends in RETRY_EXC_ERR, or the GET does after
+ * timeouts).
+ */
+static void test_err_mtu_mismatch(void)
+{
+    static const uint8_t mtus[][2] = {
+        { CHPP_MTU_4096 - 1, CHPP_MTU_4096 },   /* a at 2048, b at 4096 */
+        { CHPP_MTU_4096, CHPP_MTU_4096 - 1 },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(mtus); i++) {
+        Fx *f = fx_new_mtu(CHPP_QPT_RC, NULL, 14, 3, 3, mtus[i][0],
+                           mtus[i][1]);
+        uint32_t len = 3 * 2048;
+        uint64_t remote = fx_buf(f, len), local = fx_buf(f, len);
+        uint32_t rkey = fx_mr(f, remote, len, MR_ALL);
+        uint32_t lkey = fx_mr(f, local, len, CHPP_MPT_LOCAL_WRITE);
+        struct chpp_cqe cqe;
+        Wqe *w;
+
+        w = wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, 1, 0);
+        wqe_raddr(w, remote, rkey);
+        wqe_sge(w, local, len, lkey);
+        post_send(f, &f->a, w, true);
+        poll_cq(f, SCQ, &cqe);
+        g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 1);
+        g_assert_cmpuint(cqe.status, ==, CHPP_WC_BAD_RESP_ERR);
+        g_assert_cmpuint(cqe.vendor_err, ==, CHPP_VERR_BAD_RESPONSE);
+        g_assert_cmpuint(cqe.opcode, ==, CHPP_CQE_OP_RDMA_READ);
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 0);
+        /* Refused at the first response packet, not after timeouts. */
+        g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RETRANSMITS), ==, 0);
+        g_assert_cmpuint(qp_state(f, &f->a), ==, CHPP_QPS_ERR);
+        w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 2, 0);
+        wqe_raddr(w, remote, rkey);
+        wqe_sge(w, local, 16, lkey);
+        post_send(f, &f->a, w, true);
+        expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_WR_FLUSH_ERR,
+                   0);
+        fx_free(f);
+    }
 }
 
 static void test_magic_mismatch(void)
@@ -850,6 +972,7 @@ static void test_posting_per_state(void)
     uint64_t buf = fx_buf(f, 4096);
     uint32_t key = fx_mr(f, buf, 4096, MR_ALL);
     TQp c = { .log_sq = 4, .log_rq = 4, .stride = 7, .magic = 7 };
+    TQp d = { .log_sq = 4, .log_rq = 4, .stride = 7, .magic = 8 };
     Wqe *w;
 
     /* RESET: a doorbell is an error. */
@@ -868,6 +991,18 @@ static void test_posting_per_state(void)
     qpci_io_writel(f->d->pdev, f->d->bar2, 2 * CHPP_UAR_PAGE_SIZE,
                    5 << CHPP_UAR_DB_QPN_SHIFT | 2);
     chpp_sq_db(f->d, UAR, 5, c.sq_pi + 17);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 3);
+
+    /* RTR too: the WQE starts at RTR2RTS, without another doorbell. */
+    g_assert_cmphex(fx_qp_init(f, &d, 6, CHPP_QPT_RC), ==, CHPP_STAT_OK);
+    fx_qp_move(f, &d, &d, 14, 3, 3, 1, CHPP_CMD_INIT2RTR_QP);
+    w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 10, 0);
+    wqe_raddr(w, buf + 2048, key);
+    wqe_sge(w, buf, 16, key);
+    post_send(f, &d, w, true);
+    assert_no_cqe(f, SCQ);
+    fx_qp_move(f, &d, &d, 14, 3, 3, 1, CHPP_CMD_RTR2RTS_QP);
+    expect_cqe(f, SCQ, 10, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
     g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 3);
     fx_free(f);
 }
@@ -1447,6 +1582,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/err/retry-exceeded",
                    test_err_retry_exceeded);
     qtest_add_func("/chpp-hca/data/err/magic", test_magic_mismatch);
+    qtest_add_func("/chpp-hca/data/err/mtu-mismatch", test_err_mtu_mismatch);
     qtest_add_func("/chpp-hca/data/posting-per-state",
                    test_posting_per_state);
     qtest_add_func("/chpp-hca/data/db-fifo-overflow",

@@ -737,8 +737,9 @@ enum chpp_vendor_err {
     CHPP_VERR_RNR,              /* remote had no receive WQE */
     CHPP_VERR_TIMEOUT,          /* no response within the retries */
     CHPP_VERR_FLUSH,
-    CHPP_VERR_ATOMIC_ALIGN,     /* atomic address not 8-byte aligned */
+    CHPP_VERR_ATOMIC_ALIGN,     /* target log only: atomic not aligned */
     CHPP_VERR_NO_ROUTE,         /* destination not reachable */
+    CHPP_VERR_BAD_RESPONSE,     /* GET response not of our path MTU */
 };
 
 /*
