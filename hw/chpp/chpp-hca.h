@@ -360,11 +360,6 @@ void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque);
 /* Fail the running command: a guest error; returns @status. */
 uint8_t G_GNUC_PRINTF(3, 4) chpp_cmd_fail(ChppHcaState *s, uint8_t status,
                                           const char *fmt, ...);
-/* Command mailboxes: false with *status set (BAD_MAILBOX, DMA_ERR). */
-bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
-                       size_t len, uint8_t *status);
-bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
-                        size_t len, uint8_t *status);
 /*
  * Refuse incoming state (error message, trace naming the field and its
  * value); returns -EINVAL.
@@ -397,6 +392,11 @@ void chpp_hca_soft_reset(ChppHcaState *s);
 bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len);
 bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
                     dma_addr_t len);
+/* Command mailboxes: false with *status set (BAD_MAILBOX, DMA_ERR). */
+bool chpp_mailbox_read(ChppHcaState *s, uint64_t addr, void *buf,
+                       size_t len, uint8_t *status);
+bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
+                        size_t len, uint8_t *status);
 /* Raise MSI-X @vector, unless masked or aimed at config space or a BAR. */
 void chpp_irq(ChppHcaState *s, unsigned vector);
 
