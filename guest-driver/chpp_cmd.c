@@ -11,67 +11,15 @@
 #include <linux/jiffies.h>
 #include "chpp_hca.h"
 
-const char *chpp_cmd_name(u16 op)
+/* Names from the ABI's lists (chpp-hca-abi.h), with the log's fallbacks. */
+static const char *chpp_cmd_str(u16 op)
 {
-	switch (op) {
-	case CHPP_CMD_QUERY_DEV_CAP: return "QUERY_DEV_CAP";
-	case CHPP_CMD_QUERY_FW: return "QUERY_FW";
-	case CHPP_CMD_INIT_HCA: return "INIT_HCA";
-	case CHPP_CMD_CLOSE_HCA: return "CLOSE_HCA";
-	case CHPP_CMD_INIT_PORT: return "INIT_PORT";
-	case CHPP_CMD_CLOSE_PORT: return "CLOSE_PORT";
-	case CHPP_CMD_MAP_EQ: return "MAP_EQ";
-	case CHPP_CMD_SW2HW_EQ: return "SW2HW_EQ";
-	case CHPP_CMD_HW2SW_EQ: return "HW2SW_EQ";
-	case CHPP_CMD_QUERY_EQ: return "QUERY_EQ";
-	case CHPP_CMD_SW2HW_MPT: return "SW2HW_MPT";
-	case CHPP_CMD_QUERY_MPT: return "QUERY_MPT";
-	case CHPP_CMD_HW2SW_MPT: return "HW2SW_MPT";
-	case CHPP_CMD_WRITE_MTT: return "WRITE_MTT";
-	case CHPP_CMD_SW2HW_CQ: return "SW2HW_CQ";
-	case CHPP_CMD_HW2SW_CQ: return "HW2SW_CQ";
-	case CHPP_CMD_QUERY_CQ: return "QUERY_CQ";
-	case CHPP_CMD_RESIZE_CQ: return "RESIZE_CQ";
-	case CHPP_CMD_RST2INIT_QP: return "RST2INIT_QP";
-	case CHPP_CMD_INIT2RTR_QP: return "INIT2RTR_QP";
-	case CHPP_CMD_RTR2RTS_QP: return "RTR2RTS_QP";
-	case CHPP_CMD_RTS2RTS_QP: return "RTS2RTS_QP";
-	case CHPP_CMD_SQERR2RTS_QP: return "SQERR2RTS_QP";
-	case CHPP_CMD_2ERR_QP: return "2ERR_QP";
-	case CHPP_CMD_RTS2SQD_QP: return "RTS2SQD_QP";
-	case CHPP_CMD_SQD2RTS_QP: return "SQD2RTS_QP";
-	case CHPP_CMD_2RST_QP: return "2RST_QP";
-	case CHPP_CMD_QUERY_QP: return "QUERY_QP";
-	case CHPP_CMD_RING_SQ: return "RING_SQ";
-	case CHPP_CMD_QUERY_DB_LOST: return "QUERY_DB_LOST";
-	case CHPP_CMD_INIT2INIT_QP: return "INIT2INIT_QP";
-	case CHPP_CMD_SQD2SQD_QP: return "SQD2SQD_QP";
-	case CHPP_CMD_NOP: return "NOP";
-	case CHPP_CMD_QUERY_PORT: return "QUERY_PORT";
-	case CHPP_CMD_QUERY_STATS: return "QUERY_STATS";
-	}
-	return "?";
+	return chpp_cmd_name(op) ?: "?";
 }
 
-const char *chpp_status_name(u8 status)
+static const char *chpp_status_str(u8 status)
 {
-	switch (status) {
-	case CHPP_STAT_OK: return "OK";
-	case CHPP_STAT_INTERNAL_ERR: return "INTERNAL_ERR";
-	case CHPP_STAT_BAD_OP: return "BAD_OP";
-	case CHPP_STAT_BAD_PARAM: return "BAD_PARAM";
-	case CHPP_STAT_BAD_SYS_STATE: return "BAD_SYS_STATE";
-	case CHPP_STAT_BAD_RESOURCE: return "BAD_RESOURCE";
-	case CHPP_STAT_RESOURCE_BUSY: return "RESOURCE_BUSY";
-	case CHPP_STAT_EXCEED_LIM: return "EXCEED_LIM";
-	case CHPP_STAT_BAD_RES_STATE: return "BAD_RES_STATE";
-	case CHPP_STAT_BAD_INDEX: return "BAD_INDEX";
-	case CHPP_STAT_BAD_QP_STATE: return "BAD_QP_STATE";
-	case CHPP_STAT_BAD_SIZE: return "BAD_SIZE";
-	case CHPP_STAT_BAD_MAILBOX: return "BAD_MAILBOX";
-	case CHPP_STAT_DMA_ERR: return "DMA_ERR";
-	}
-	return "unknown";
+	return chpp_status_name(status) ?: "unknown";
 }
 
 static int chpp_status_errno(u8 status)
@@ -172,7 +120,7 @@ int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out,
 	err = chpp_cmd_wait_idle(dev);
 	if (err) {
 		dev_err(d, "%s: HCR stays busy (go/t pending), command not sent\n",
-			chpp_cmd_name(op));
+			chpp_cmd_str(op));
 		goto out;
 	}
 	dev->cmd_token++;
@@ -200,11 +148,11 @@ int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out,
 	} else {
 		if (events)
 			dev_warn(d, "%s: no completion event, polling the HCR\n",
-				 chpp_cmd_name(op));
+				 chpp_cmd_str(op));
 		err = chpp_cmd_wait_idle(dev);
 		if (err) {
 			dev_err(d, "%s: timed out after %d ms\n",
-				chpp_cmd_name(op), CHPP_CMD_TIMEOUT_MS);
+				chpp_cmd_str(op), CHPP_CMD_TIMEOUT_MS);
 			goto out;
 		}
 		status = chpp_rd(dev, CHPP_REG_HCR + CHPP_HCR_CTRL) >>
@@ -217,8 +165,8 @@ int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out,
 	err = chpp_status_errno(status);
 	if (status)
 		dev_err(d, "%s (modifier 0x%x) failed: status 0x%02x %s\n",
-			chpp_cmd_name(op), mod, status,
-			chpp_status_name(status));
+			chpp_cmd_str(op), mod, status,
+			chpp_status_str(status));
 out:
 	mutex_unlock(&dev->cmd_mutex);
 	return err;

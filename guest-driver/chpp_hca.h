@@ -220,8 +220,6 @@ int chpp_cmd(struct chpp_dev *dev, u16 op, u64 in, u32 mod, u64 out, u64 *out_im
 int chpp_mbox_alloc(struct chpp_dev *dev, struct chpp_mbox *mb);
 void chpp_mbox_free(struct chpp_dev *dev, struct chpp_mbox *mb);
 void chpp_cmd_event(struct chpp_dev *dev, const struct chpp_eqe *eqe);
-const char *chpp_cmd_name(u16 op);
-const char *chpp_status_name(u8 status);
 int chpp_cmd_query(struct chpp_dev *dev, u16 op, u32 mod, void *out, size_t len);
 int chpp_cmd_in(struct chpp_dev *dev, u16 op, u32 mod, const void *in, size_t len);
 

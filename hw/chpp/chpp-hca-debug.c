@@ -95,9 +95,6 @@ uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
 
 /* ---- the "state" property ---------------------------------------------- */
 
-static const char *const qp_state_names[] = {
-    "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
-};
 static const char *const qp_type_names[] = { "RC", "UC", "UD" };
 static const char *const port_state_names[] = {
     [CHPP_PORT_DOWN] = "DOWN", [CHPP_PORT_INIT] = "INIT",
@@ -254,7 +251,7 @@ static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
         sv_begin(sv, NULL);
         sv_u64(sv, "qpn", i);
         sv_str(sv, "type", NAME(qp_type_names, qp->type));
-        sv_str(sv, "state", NAME(qp_state_names, qp->state));
+        sv_str(sv, "state", chpp_qp_state_name(qp->state) ?: "?");
         sv_u64(sv, "pd", qp->pd);
         sv_u64(sv, "send-cq", qp->send_cqn);
         sv_u64(sv, "recv-cq", qp->recv_cqn);

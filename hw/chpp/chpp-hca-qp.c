@@ -167,20 +167,9 @@ static const ChppQpTrans chpp_qp_trans[CHPP_QPT_NUM] = {
         M_ALL(0, 0) },
 };
 
-static const char *const chpp_qp_state_names[] = {
-    [CHPP_QPS_RESET] = "RESET",
-    [CHPP_QPS_INIT] = "INIT",
-    [CHPP_QPS_RTR] = "RTR",
-    [CHPP_QPS_RTS] = "RTS",
-    [CHPP_QPS_SQD] = "SQD",
-    [CHPP_QPS_SQE] = "SQE",
-    [CHPP_QPS_ERR] = "ERR",
-};
-
-static const char *chpp_qp_state_name(uint8_t state)
+static const char *chpp_qp_state_str(uint8_t state)
 {
-    return state < ARRAY_SIZE(chpp_qp_state_names) ?
-           chpp_qp_state_names[state] : "?";
+    return chpp_qp_state_name(state) ?: "?";
 }
 
 static const ChppQpTrans *chpp_qp_trans_find(uint16_t opcode)
@@ -493,7 +482,7 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
         (old != CHPP_QPS_RESET && !t->type[qp->type].valid)) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_QP_STATE,
                              "QP %u: %s not allowed in state %s", qpn,
-                             t->name, chpp_qp_state_name(old));
+                             t->name, chpp_qp_state_str(old));
     }
 
     if (t->mailbox) {
@@ -532,8 +521,8 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
     if ((mask & A_CUR) && ctx->state != old) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_QP_STATE,
                              "QP %u: %s: current state %s, not %s", qpn,
-                             t->name, chpp_qp_state_name(old),
-                             chpp_qp_state_name(ctx->state));
+                             t->name, chpp_qp_state_str(old),
+                             chpp_qp_state_str(ctx->state));
     }
     if (opcode == CHPP_CMD_RST2INIT_QP) {
         status = chpp_qp_check_create(s, qpn, ctx);

@@ -193,66 +193,101 @@ enum chpp_counter {
 #define CHPP_MAX_UAR_PAGES          1024
 
 /*
- * Commands.
+ * Commands.  The lists below (commands, status codes, event types, QP
+ * states) are X-macro lists: X(NAME, value) gives the enumerator
+ * CHPP_<kind>_NAME = value and the name "NAME" that chpp_*_name() returns,
+ * so the device, the driver, the provider and the tests print the same
+ * names.  scripts/gdb/chpp_abi.py parses them too: keep one X() per line.
  */
+#define CHPP_CMD_LIST(X) \
+    X(QUERY_DEV_CAP,    0x003) \
+    X(QUERY_FW,         0x004) \
+    X(INIT_HCA,         0x007) \
+    X(CLOSE_HCA,        0x008) \
+    X(INIT_PORT,        0x009) \
+    X(CLOSE_PORT,       0x00a) \
+    X(MAP_EQ,           0x012) \
+    X(SW2HW_EQ,         0x013) \
+    X(HW2SW_EQ,         0x014) \
+    X(QUERY_EQ,         0x015) \
+    X(SW2HW_MPT,        0x00d) \
+    X(QUERY_MPT,        0x00e) \
+    X(HW2SW_MPT,        0x00f) \
+    X(WRITE_MTT,        0x011) \
+    X(SW2HW_CQ,         0x016) \
+    X(HW2SW_CQ,         0x017) \
+    X(QUERY_CQ,         0x018) \
+    X(RESIZE_CQ,        0x02c) \
+    X(RST2INIT_QP,      0x019) \
+    X(INIT2RTR_QP,      0x01a) \
+    X(RTR2RTS_QP,       0x01b) \
+    X(RTS2RTS_QP,       0x01c) \
+    X(SQERR2RTS_QP,     0x01d) \
+    X(2ERR_QP,          0x01e) \
+    X(RTS2SQD_QP,       0x01f) \
+    X(SQD2RTS_QP,       0x020) \
+    X(2RST_QP,          0x021) \
+    X(QUERY_QP,         0x022) \
+    X(RING_SQ,          0x023)      /* ABI 1.3 */ \
+    X(QUERY_DB_LOST,    0x024)      /* ABI 1.4 */ \
+    X(INIT2INIT_QP,     0x02d) \
+    X(SQD2SQD_QP,       0x038) \
+    X(NOP,              0x031) \
+    X(QUERY_PORT,       0x043) \
+    X(QUERY_STATS,      0x060) \
+    X(SET_VF_RES,       0x061)      /* PF only */ \
+    X(QUERY_VF_RES,     0x062)      /* PF only */
+
+/* Builders of the enums and name lookups from the lists. */
+#define CHPP_ABI_ENUM_CMD(name, val)    CHPP_CMD_##name = (val),
+#define CHPP_ABI_ENUM_STAT(name, val)   CHPP_STAT_##name = (val),
+#define CHPP_ABI_ENUM_EVENT(name, val)  CHPP_EVENT_##name = (val),
+#define CHPP_ABI_ENUM_QPS(name, val)    CHPP_QPS_##name = (val),
+#define CHPP_ABI_NAME_CASE(name, val)   case (val): return #name;
+#define CHPP_ABI_COUNT(name, val)       + 1
+/*
+ * chpp_<kind>_name(value): the name, or NULL for a value not in the list
+ * (the caller picks its own fallback).  A switch, so a value listed twice
+ * fails to compile.
+ */
+#define CHPP_ABI_NAME_FN(fn, list) \
+    static inline const char *fn(unsigned int value) \
+    { \
+        switch (value) { \
+        list(CHPP_ABI_NAME_CASE) \
+        } \
+        return 0; \
+    }
+
 enum chpp_opcode {
-    CHPP_CMD_QUERY_DEV_CAP  = 0x003,
-    CHPP_CMD_QUERY_FW       = 0x004,
-    CHPP_CMD_INIT_HCA       = 0x007,
-    CHPP_CMD_CLOSE_HCA      = 0x008,
-    CHPP_CMD_INIT_PORT      = 0x009,
-    CHPP_CMD_CLOSE_PORT     = 0x00a,
-    CHPP_CMD_MAP_EQ         = 0x012,
-    CHPP_CMD_SW2HW_EQ       = 0x013,
-    CHPP_CMD_HW2SW_EQ       = 0x014,
-    CHPP_CMD_QUERY_EQ       = 0x015,
-    CHPP_CMD_SW2HW_MPT      = 0x00d,
-    CHPP_CMD_QUERY_MPT      = 0x00e,
-    CHPP_CMD_HW2SW_MPT      = 0x00f,
-    CHPP_CMD_WRITE_MTT      = 0x011,
-    CHPP_CMD_SW2HW_CQ       = 0x016,
-    CHPP_CMD_HW2SW_CQ       = 0x017,
-    CHPP_CMD_QUERY_CQ       = 0x018,
-    CHPP_CMD_RESIZE_CQ      = 0x02c,
-    CHPP_CMD_RST2INIT_QP    = 0x019,
-    CHPP_CMD_INIT2RTR_QP    = 0x01a,
-    CHPP_CMD_RTR2RTS_QP     = 0x01b,
-    CHPP_CMD_RTS2RTS_QP     = 0x01c,
-    CHPP_CMD_SQERR2RTS_QP   = 0x01d,
-    CHPP_CMD_2ERR_QP        = 0x01e,
-    CHPP_CMD_RTS2SQD_QP     = 0x01f,
-    CHPP_CMD_SQD2RTS_QP     = 0x020,
-    CHPP_CMD_2RST_QP        = 0x021,
-    CHPP_CMD_QUERY_QP       = 0x022,
-    CHPP_CMD_RING_SQ        = 0x023,    /* ABI 1.3 */
-    CHPP_CMD_QUERY_DB_LOST  = 0x024,    /* ABI 1.4 */
-    CHPP_CMD_INIT2INIT_QP   = 0x02d,
-    CHPP_CMD_SQD2SQD_QP     = 0x038,
-    CHPP_CMD_NOP            = 0x031,
-    CHPP_CMD_QUERY_PORT     = 0x043,
-    CHPP_CMD_QUERY_STATS    = 0x060,
-    CHPP_CMD_SET_VF_RES     = 0x061,    /* PF only */
-    CHPP_CMD_QUERY_VF_RES   = 0x062,    /* PF only */
+    CHPP_CMD_LIST(CHPP_ABI_ENUM_CMD)
 };
+#define CHPP_CMD_COUNT              (0 CHPP_CMD_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_cmd_name, CHPP_CMD_LIST)
 
 /* Status codes in HCR bits 31:24 and in command-completion EQEs. */
+#define CHPP_STAT_LIST(X) \
+    X(OK,               0x00) \
+    X(INTERNAL_ERR,     0x01)   /* device model failure */ \
+    X(BAD_OP,           0x02)   /* unknown opcode or bad opmod */ \
+    X(BAD_PARAM,        0x03)   /* a field has an invalid value */ \
+    X(BAD_SYS_STATE,    0x04)   /* wrong HCA state (INIT_HCA) */ \
+    X(BAD_RESOURCE,     0x05)   /* resource does not exist */ \
+    X(RESOURCE_BUSY,    0x06)   /* resource still in use */ \
+    X(EXCEED_LIM,       0x08)   /* over a device limit */ \
+    X(BAD_RES_STATE,    0x09)   /* resource in the wrong state */ \
+    X(BAD_INDEX,        0x0a)   /* index out of range */ \
+    X(BAD_QP_STATE,     0x10)   /* illegal QP transition */ \
+    X(BAD_SIZE,         0x40)   /* queue size invalid */ \
+    X(BAD_MAILBOX,      0x41)   /* mailbox address unaligned */ \
+    X(DMA_ERR,          0x42)   /* mailbox DMA failed */ \
+    X(PF_ONLY,          0x50)   /* command reserved to the PF */
+
 enum chpp_status {
-    CHPP_STAT_OK            = 0x00,
-    CHPP_STAT_INTERNAL_ERR  = 0x01, /* device model failure */
-    CHPP_STAT_BAD_OP        = 0x02, /* unknown opcode or bad opmod */
-    CHPP_STAT_BAD_PARAM     = 0x03, /* a field has an invalid value */
-    CHPP_STAT_BAD_SYS_STATE = 0x04, /* wrong HCA state (INIT_HCA) */
-    CHPP_STAT_BAD_RESOURCE  = 0x05, /* resource does not exist */
-    CHPP_STAT_RESOURCE_BUSY = 0x06, /* resource still in use */
-    CHPP_STAT_EXCEED_LIM    = 0x08, /* over a device limit */
-    CHPP_STAT_BAD_RES_STATE = 0x09, /* resource in the wrong state */
-    CHPP_STAT_BAD_INDEX     = 0x0a, /* index out of range */
-    CHPP_STAT_BAD_QP_STATE  = 0x10, /* illegal QP transition */
-    CHPP_STAT_BAD_SIZE      = 0x40, /* queue size invalid */
-    CHPP_STAT_BAD_MAILBOX   = 0x41, /* mailbox address unaligned */
-    CHPP_STAT_DMA_ERR       = 0x42, /* mailbox DMA failed */
-    CHPP_STAT_PF_ONLY       = 0x50, /* command reserved to the PF */
+    CHPP_STAT_LIST(CHPP_ABI_ENUM_STAT)
 };
+#define CHPP_STAT_COUNT             (0 CHPP_STAT_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_status_name, CHPP_STAT_LIST)
 
 /* Mailboxes: one page of guest memory, naturally aligned. */
 #define CHPP_MAILBOX_SIZE           4096
@@ -434,26 +469,31 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_eq_context, 64);
 #define CHPP_MAP_EQ_EQN_MASK        0xffffu
 
 /* Event types (EQE type field; bit n of the MAP_EQ mask). */
+#define CHPP_EVENT_LIST(X) \
+    X(COMP,             0x00)   /* routed by the CQ, not MAP_EQ */ \
+    X(PATH_MIG,         0x01) \
+    X(COMM_EST,         0x02) \
+    X(SQ_DRAINED,       0x03) \
+    X(CQ_ERROR,         0x04) \
+    X(WQ_CATAS_ERROR,   0x05) \
+    X(LOCAL_CATAS,      0x08) \
+    X(PORT_CHANGE,      0x09) \
+    X(CMD,              0x0a) \
+    X(EQ_OVERFLOW,      0x0f) \
+    X(WQ_INVAL_REQ,     0x10) \
+    X(WQ_ACCESS_ERROR,  0x11) \
+    X(SRQ_CATAS_ERROR,  0x12) \
+    X(LAST_WQE_REACHED, 0x13) \
+    X(SRQ_LIMIT,        0x14) \
+    X(DOORBELL_ERROR,   0x18) \
+    X(VF_FLR,           0x19)   /* PF: a VF was reset by FLR */
+
 enum chpp_event_type {
-    CHPP_EVENT_COMP             = 0x00, /* routed by the CQ, not MAP_EQ */
-    CHPP_EVENT_PATH_MIG         = 0x01,
-    CHPP_EVENT_COMM_EST         = 0x02,
-    CHPP_EVENT_SQ_DRAINED       = 0x03,
-    CHPP_EVENT_CQ_ERROR         = 0x04,
-    CHPP_EVENT_WQ_CATAS_ERROR   = 0x05,
-    CHPP_EVENT_LOCAL_CATAS      = 0x08,
-    CHPP_EVENT_PORT_CHANGE      = 0x09,
-    CHPP_EVENT_CMD              = 0x0a,
-    CHPP_EVENT_EQ_OVERFLOW      = 0x0f,
-    CHPP_EVENT_WQ_INVAL_REQ     = 0x10,
-    CHPP_EVENT_WQ_ACCESS_ERROR  = 0x11,
-    CHPP_EVENT_SRQ_CATAS_ERROR  = 0x12,
-    CHPP_EVENT_LAST_WQE_REACHED = 0x13,
-    CHPP_EVENT_SRQ_LIMIT        = 0x14,
-    CHPP_EVENT_DOORBELL_ERROR   = 0x18,
-    CHPP_EVENT_VF_FLR           = 0x19, /* PF: a VF was reset by FLR */
+    CHPP_EVENT_LIST(CHPP_ABI_ENUM_EVENT)
     CHPP_EVENT_NUM_TYPES        = 64
 };
+#define CHPP_EVENT_COUNT            (0 CHPP_EVENT_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_event_name, CHPP_EVENT_LIST)
 /* Event types MAP_EQ accepts. */
 #define CHPP_EVENT_MAPPABLE_MASK \
     ((1ull << CHPP_EVENT_PATH_MIG) | (1ull << CHPP_EVENT_COMM_EST) | \
@@ -780,15 +820,22 @@ enum chpp_cq_db_cmd {
  * Queue pairs.  QPN = index, 0 .. num-qps - 1; every QP exists, in RESET,
  * until RST2INIT gives it its queues.
  */
+#define CHPP_QPS_LIST(X) \
+    X(RESET,            0) \
+    X(INIT,             1) \
+    X(RTR,              2) \
+    X(RTS,              3) \
+    X(SQD,              4) \
+    X(SQE,              5) \
+    X(ERR,              6)
+
 enum chpp_qp_state {            /* values of enum ib_qp_state */
-    CHPP_QPS_RESET  = 0,
-    CHPP_QPS_INIT   = 1,
-    CHPP_QPS_RTR    = 2,
-    CHPP_QPS_RTS    = 3,
-    CHPP_QPS_SQD    = 4,
-    CHPP_QPS_SQE    = 5,
-    CHPP_QPS_ERR    = 6,
+    CHPP_QPS_LIST(CHPP_ABI_ENUM_QPS)
 };
+#define CHPP_QPS_COUNT              (0 CHPP_QPS_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_qp_state_name, CHPP_QPS_LIST)
+/* Dense 0..ERR, so a state indexes tables (QP_STATES in the gdb helper). */
+_Static_assert(CHPP_QPS_COUNT == CHPP_QPS_ERR + 1, "QP states are 0..ERR");
 
 enum chpp_qp_type {
     CHPP_QPT_RC     = 0,
