@@ -4,27 +4,35 @@
 #        (gdb) chpp-state 1        device with node id 1
 # It reads chpp_hca_devices[], the list of live devices the model keeps
 # for debuggers, so QEMU must have been built with -g (the default here).
+# Names, counter indexes and the FIFO depth come from the ABI header
+# (chpp_abi.py parses it), found relative to this file.
+import os
+import sys
+
 import gdb
 
-QP_STATES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"]
-QP_TYPES = ["RC", "UC", "UD"]
-PORT_STATES = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chpp_abi  # noqa: E402
+
+ABI = chpp_abi.Abi()
+QP_STATES = ABI.names("QPS")
+QP_TYPES = ABI.enum_names("chpp_qp_type", "CHPP_QPT_")
+PORT_STATES = ABI.enum_names("chpp_port_state", "CHPP_PORT_")
+DB_FIFO_DEPTH = ABI.defines["CHPP_DB_FIFO_DEPTH"]
+CNT = ABI.enums["chpp_counter"]
 
 
 def name(table, value):
-    value = int(value)
-    if isinstance(table, dict):
-        return table.get(value, "?")
-    return table[value] if 0 <= value < len(table) else "?"
+    return table.get(int(value), "?")
 
 
 def hca_state(s):
     p = s["params"]
     node = int(p["node_id"])
     print("chpp-hca node %d: hca-init %s, link up %s (peer %d), "
-          "doorbell FIFO %d/32" %
+          "doorbell FIFO %d/%d" %
           (node, bool(s["hca_init"]), bool(s["link"]["up"]),
-           int(s["link"]["peer_node"]), int(s["db_count"])))
+           int(s["link"]["peer_node"]), int(s["db_count"]), DB_FIFO_DEPTH))
     print("  port 1: %s (open %s)" %
           (name(PORT_STATES, s["port_state"][0]), bool(s["port_open"][0])))
     for i in range(int(p["num_eqs"])):
@@ -57,10 +65,13 @@ def hca_state(s):
                int(eng["infl_count"])))
     n = int(s["counters"].type.range()[1]) + 1
     counters = [int(s["counters"][i]) for i in range(n)]
+
+    def cnt(what):
+        return counters[CNT["CHPP_CNT_" + what]]
     print("  counters: cmds %d cmd-errors %d guest-errors %d cqes %d "
           "pkts-tx %d pkts-rx %d pkts-dropped %d" %
-          (counters[0], counters[1], counters[3], counters[11],
-           counters[14], counters[15], counters[16]))
+          (cnt("CMDS"), cnt("CMD_ERRORS"), cnt("GUEST_ERRORS"), cnt("CQES"),
+           cnt("PKTS_TX"), cnt("PKTS_RX"), cnt("PKTS_DROPPED")))
 
 
 class ChppState(gdb.Command):
