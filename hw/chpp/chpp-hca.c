@@ -297,44 +297,76 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
-static const struct {
-    const char *name;
-    const char *desc;
-} chpp_hca_prop_descs[] = {
-    { "vendor-id", "PCI vendor ID (placeholder until silicon IDs exist)" },
-    { "device-id", "PCI device ID of the physical function" },
-    { "vf-device-id", "PCI device ID of the virtual functions" },
-    { "sriov-max-vfs", "SR-IOV TotalVFs (0..7, 0 = no SR-IOV capability)" },
-    { "node-id", "node id (0..4095): SRC-CPU of outgoing packets; "
-      "LID = (function << 12 | node-id) + 1" },
-    { "chardev", "chardev (a socket) of the link to the peer adapter; "
-                 "without one only this node is reachable" },
-    { "link-thread", "read a plain socket link in a thread, in large "
-                     "chunks (off: through the chardev, 4 KiB at a time)" },
-    { "x-link-ring-size", "bytes the link's reader thread reads ahead "
-                          "(power of two, 16 KiB..64 MiB; for tests)" },
-    { "num-qps", "queue pairs (1..4096; the FPGA has 4)" },
-    { "num-cqs", "completion queues (1..4096)" },
-    { "num-eqs", "event queues (1..64)" },
-    { "num-mpts", "memory regions (1..65536)" },
-    { "num-pds", "protection domains (1..65536)" },
-    { "msix-vectors", "MSI-X vectors (1..64)" },
-    { "uar-pages", "4 KiB UAR pages in BAR2 (1..1024; BAR rounded to a "
-                   "power of two)" },
-    { "num-mtts", "MTT entries, one per registered page (1..1048576)" },
-    { "cmd-latency-ns", "virtual time each HCR command takes, 0 = next main "
-                        "loop iteration (max 10 s)" },
-    { "engine-delay-ns", "virtual time before the engine serves its "
-                         "doorbell FIFO, 0 = next main loop iteration" },
-    { "x-dma-any-target", "tests only: let DMA and MSI-X reach PCI config "
-                          "space and BARs (docs/security.md)" },
-};
+static void G_GNUC_PRINTF(3, 4)
+chpp_hca_prop_desc(ObjectClass *oc, const char *name, const char *fmt, ...)
+{
+    g_autofree char *desc = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    desc = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    object_class_property_set_description(oc, name, desc);
+}
+
+/* Ranges are printed from the limits chpp_hca_check_params() enforces. */
+static void chpp_hca_prop_descs(ObjectClass *oc)
+{
+    g_autofree char *ring_min = size_to_str(CHPP_LINK_RING_MIN);
+    g_autofree char *ring_max = size_to_str(CHPP_LINK_RING_MAX);
+    g_autofree char *uar_page = size_to_str(CHPP_UAR_PAGE_SIZE);
+    unsigned max_latency_s = CHPP_MAX_CMD_LATENCY_NS / NANOSECONDS_PER_SECOND;
+
+    chpp_hca_prop_desc(oc, "vendor-id", "PCI vendor ID (placeholder until "
+                       "silicon IDs exist)");
+    chpp_hca_prop_desc(oc, "device-id", "PCI device ID of the physical "
+                       "function");
+    chpp_hca_prop_desc(oc, "vf-device-id", "PCI device ID of the virtual "
+                       "functions");
+    chpp_hca_prop_desc(oc, "sriov-max-vfs", "SR-IOV TotalVFs (0..%u, 0 = no "
+                       "SR-IOV capability)", CHPP_MAX_VFS);
+    chpp_hca_prop_desc(oc, "node-id", "node id (0..%u): SRC-CPU of outgoing "
+                       "packets; LID = (function << %u | node-id) + 1",
+                       CHPP_MAX_NODE_ID, CHPP_LID_FN_SHIFT);
+    chpp_hca_prop_desc(oc, "chardev", "chardev (a socket) of the link to the "
+                       "peer adapter; without one only this node is "
+                       "reachable");
+    chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
+                       "thread, in large chunks (off: through the chardev, "
+                       "4 KiB at a time)");
+    chpp_hca_prop_desc(oc, "x-link-ring-size", "bytes the link's reader "
+                       "thread reads ahead (power of two, %s..%s; for tests)",
+                       ring_min, ring_max);
+    chpp_hca_prop_desc(oc, "num-qps", "queue pairs (1..%u; the FPGA has 4)",
+                       CHPP_MAX_QPS);
+    chpp_hca_prop_desc(oc, "num-cqs", "completion queues (1..%u)",
+                       CHPP_MAX_CQS);
+    chpp_hca_prop_desc(oc, "num-eqs", "event queues (1..%u)", CHPP_MAX_EQS);
+    chpp_hca_prop_desc(oc, "num-mpts", "memory regions (1..%u)",
+                       CHPP_MAX_MPTS);
+    chpp_hca_prop_desc(oc, "num-pds", "protection domains (1..%u)",
+                       CHPP_MAX_PDS);
+    chpp_hca_prop_desc(oc, "msix-vectors", "MSI-X vectors (1..%u)",
+                       CHPP_MAX_MSIX_VECTORS);
+    chpp_hca_prop_desc(oc, "uar-pages", "%s UAR pages in BAR2 (1..%u; BAR "
+                       "rounded to a power of two)", uar_page,
+                       CHPP_MAX_UAR_PAGES);
+    chpp_hca_prop_desc(oc, "num-mtts", "MTT entries, one per registered page "
+                       "(1..%u)", CHPP_MAX_MTTS);
+    chpp_hca_prop_desc(oc, "cmd-latency-ns", "virtual time each HCR command "
+                       "takes, 0 = next main loop iteration (max %u s)",
+                       max_latency_s);
+    chpp_hca_prop_desc(oc, "engine-delay-ns", "virtual time before the engine "
+                       "serves its doorbell FIFO, 0 = next main loop "
+                       "iteration (max %u s)", max_latency_s);
+    chpp_hca_prop_desc(oc, "x-dma-any-target", "tests only: let DMA and MSI-X "
+                       "reach PCI config space and BARs (docs/security.md)");
+}
 
 static void chpp_hca_class_init(ObjectClass *oc, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(oc);
     PCIDeviceClass *pc = PCI_DEVICE_CLASS(oc);
-    unsigned i;
 
     pc->realize = chpp_hca_realize;
     pc->exit = chpp_hca_exit;
@@ -349,10 +381,7 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
     dc->vmsd = &vmstate_chpp_hca;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, chpp_hca_props);
-    for (i = 0; i < ARRAY_SIZE(chpp_hca_prop_descs); i++) {
-        object_class_property_set_description(oc, chpp_hca_prop_descs[i].name,
-                                              chpp_hca_prop_descs[i].desc);
-    }
+    chpp_hca_prop_descs(oc);
 }
 
 static void chpp_hca_instance_init(Object *obj)
