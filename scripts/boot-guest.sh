@@ -7,8 +7,8 @@
 #
 #   --check            exit non-zero unless the guest lists the device
 #                      (VENDOR:DEVICE) with at least one assigned BAR
-#   --vendor ID        expected vendor ID (default 0x1234)
-#   --device-id ID     expected device ID (default 0xc4a1)
+#   --vendor ID        expected vendor ID (default CHPP_PCI_VENDOR_ID)
+#   --device-id ID     expected device ID (default CHPP_PCI_DEVICE_ID_PF)
 #   --no-device        boot without -device chpp-hca (plain QEMU baseline)
 #   --device-args S    extra properties for -device chpp-hca (e.g. "foo=1")
 #   --timeout SEC      kill QEMU after SEC seconds (default 120; 0 = none)
@@ -24,7 +24,9 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CHECK=0 VENDOR=0x1234 DEVICE_ID=0xc4a1 WITH_DEVICE=1 DEVICE_ARGS="" TIMEOUT=120
+VENDOR=$(chpp_abi_define CHPP_PCI_VENDOR_ID)
+DEVICE_ID=$(chpp_abi_define CHPP_PCI_DEVICE_ID_PF)
+CHECK=0 WITH_DEVICE=1 DEVICE_ARGS="" TIMEOUT=120
 SHELL_MODE=0 QUIET=0 QEMU="$CHPP_QEMU_BIN" KERNEL=""
 EXTRA=()
 while [ $# -gt 0 ]; do

@@ -17,12 +17,11 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ABI="$CHPP_ROOT/include/hw/chpp/chpp-hca-abi.h"
 DRV="$CHPP_ROOT/guest-driver"
 KO="$DRV/chpp_hca.ko"
 CONSOLE="$CHPP_BUILD/guest/single-node1.log"
 TRACE="$CHPP_BUILD/guest/single-node1.trace"
-abi() { awk -v n="$1" '$1 == "#define" && $2 == n { sub(/u$/, "", $3); print $3 }' "$ABI"; }
+abi() { chpp_abi_define "$1"; }
 
 W=$(mktemp -d /tmp/chpp-gdbcheck.XXXXXX)
 trap 'rm -rf "$W"' EXIT

@@ -12,6 +12,18 @@ CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
 # PATH may hold a pyenv python; QEMU and meson must use Debian's.
 CHPP_PYTHON=/usr/bin/python3
 
+# The value of a #define of the ABI header whose value is a plain number
+# (a trailing u dropped): chpp_abi_define CHPP_PCI_VENDOR_ID prints 0x1234.
+# Host side only: guests have no checkout.
+CHPP_ABI_HEADER="$CHPP_ROOT/include/hw/chpp/chpp-hca-abi.h"
+chpp_abi_define() {
+    local v
+    v=$(awk -v n="$1" '$1 == "#define" && $2 == n { sub(/u$/, "", $3); print $3 }' \
+        "$CHPP_ABI_HEADER")
+    [ -n "$v" ] || { echo "chpp_abi_define: no #define $1 in $CHPP_ABI_HEADER" >&2; return 1; }
+    echo "$v"
+}
+
 chpp_log() { printf '\033[1m[%s]\033[0m %s\n' "$(basename "$0")" "$*" >&2; }
 chpp_die() { chpp_log "ERROR: $*"; exit 1; }
 
