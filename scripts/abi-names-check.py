@@ -9,8 +9,8 @@ status codes, event types, QP states) are the only name tables.
   match the Python parse, and values not in a list must have no name.
 - Names and values are unique within each list.
 - Every command in CHPP_CMD_LIST has a case in the device (hw/chpp).
-- No device, driver, provider or gdb source restates a list as string
-  literals (three or more of one list's names quoted in one file).
+- No device, driver, provider, VFIO test or gdb source restates a list as
+  string literals (three or more of one list's names quoted in one file).
 
 Exits 0 and prints a summary when everything holds, 1 otherwise.
 """
@@ -33,7 +33,7 @@ KINDS = {
     "QPS": ("CHPP_QPS_", "chpp_qp_state_name"),
 }
 SOURCES = ["hw/chpp/*.[ch]", "guest-driver/*.[ch]", "guest-driver/provider/*.[ch]",
-           "guest-driver/user/*.[ch]", "scripts/gdb/*.py"]
+           "guest-driver/user/*.[ch]", "tests/vfio/*.c", "scripts/gdb/*.py"]
 
 errors = []
 

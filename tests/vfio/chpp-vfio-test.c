@@ -212,29 +212,30 @@ static uint8_t cmd(struct fn *f, uint16_t op, uint64_t in, uint32_t mod,
     return ctrl >> CHPP_HCR_STATUS_SHIFT;
 }
 
-static void cmd_ok(struct fn *f, const char *what, uint16_t op, uint64_t in,
-                   uint32_t mod, uint64_t out)
+static void cmd_ok(struct fn *f, uint16_t op, uint64_t in, uint32_t mod,
+                   uint64_t out)
 {
     uint8_t st = cmd(f, op, in, mod, out);
+    const char *status = chpp_status_name(st);
 
-    CHECK(st == CHPP_STAT_OK, "%s: %s (mod 0x%x) status 0x%02x", f->name,
-          what, mod, st);
+    CHECK(st == CHPP_STAT_OK, "%s: %s (mod 0x%x) status 0x%02x %s", f->name,
+          chpp_cmd_name(op), mod, st, status ? status : "?");
 }
 
 /* Command with an input mailbox holding @len bytes of @p. */
-static void cmd_in(struct fn *f, const char *what, uint16_t op, uint32_t mod,
-                   const void *p, size_t len)
+static void cmd_in(struct fn *f, uint16_t op, uint32_t mod, const void *p,
+                   size_t len)
 {
     memset(f->mem + OFF_MBOX_IN, 0, CHPP_MAILBOX_SIZE);
     memcpy(f->mem + OFF_MBOX_IN, p, len);
-    cmd_ok(f, what, op, dma(f, OFF_MBOX_IN), mod, 0);
+    cmd_ok(f, op, dma(f, OFF_MBOX_IN), mod, 0);
 }
 
-static void cmd_out(struct fn *f, const char *what, uint16_t op, uint32_t mod,
-                    void *p, size_t len)
+static void cmd_out(struct fn *f, uint16_t op, uint32_t mod, void *p,
+                    size_t len)
 {
     memset(f->mem + OFF_MBOX_OUT, 0xa5, CHPP_MAILBOX_SIZE);
-    cmd_ok(f, what, op, 0, mod, dma(f, OFF_MBOX_OUT));
+    cmd_ok(f, op, 0, mod, dma(f, OFF_MBOX_OUT));
     memcpy(p, f->mem + OFF_MBOX_OUT, len);
 }
 
@@ -422,7 +423,7 @@ static void write_mtt(struct fn *f, uint32_t first, const uint64_t *e,
     memset(m, 0, sizeof(*m));
     m->first_index = first;
     memcpy(m->entries, e, n * sizeof(*e));
-    cmd_ok(f, "WRITE_MTT", CHPP_CMD_WRITE_MTT, dma(f, OFF_MBOX_IN), n, 0);
+    cmd_ok(f, CHPP_CMD_WRITE_MTT, dma(f, OFF_MBOX_IN), n, 0);
 }
 
 static uint32_t create_mr(struct fn *f, uint32_t idx, uint64_t start,
@@ -438,7 +439,7 @@ static uint32_t create_mr(struct fn *f, uint32_t idx, uint64_t start,
         .mtt_base = mtt,
     };
 
-    cmd_in(f, "SW2HW_MPT", CHPP_CMD_SW2HW_MPT, idx, &m, sizeof(m));
+    cmd_in(f, CHPP_CMD_SW2HW_MPT, idx, &m, sizeof(m));
     return m.key;
 }
 
@@ -468,10 +469,10 @@ static void bring_up(struct fn *f)
     f->toggle = true;       /* HCR reads 0 after reset */
     f->func = rd32(f, CHPP_REG_FUNC);
 
-    cmd_out(f, "QUERY_FW", CHPP_CMD_QUERY_FW, 0, &fw, sizeof(fw));
+    cmd_out(f, CHPP_CMD_QUERY_FW, 0, &fw, sizeof(fw));
     CHECK(fw.abi_major == CHPP_ABI_VERSION_MAJOR, "%s: QUERY_FW ABI %u",
           f->name, fw.abi_major);
-    cmd_out(f, "QUERY_DEV_CAP", CHPP_CMD_QUERY_DEV_CAP, 0, &cap, sizeof(cap));
+    cmd_out(f, CHPP_CMD_QUERY_DEV_CAP, 0, &cap, sizeof(cap));
     CHECK((cap.flags & CHPP_DEV_CAP_FLAG_VF) && cap.func == f->func &&
           cap.max_qps > QPN && cap.max_cqs >= 2 && cap.max_mpts > MPT_FAULT &&
           cap.max_pds > PD && cap.max_mtt_entries > MTT_FAULT &&
@@ -483,10 +484,10 @@ static void bring_up(struct fn *f)
     say("%s: VF %u of node %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, "
         "%u MSI-X", f->name, f->func, f->node, cap.max_qps, cap.max_cqs,
         cap.max_eqs, cap.max_mpts, cap.max_mtt_entries, cap.num_msix);
-    cmd_ok(f, "INIT_HCA", CHPP_CMD_INIT_HCA, 0, CHPP_ABI_VERSION_MAJOR, 0);
+    cmd_ok(f, CHPP_CMD_INIT_HCA, 0, CHPP_ABI_VERSION_MAJOR, 0);
 
-    cmd_in(f, "SW2HW_EQ", CHPP_CMD_SW2HW_EQ, 0, &eq, sizeof(eq));
-    cmd_ok(f, "MAP_EQ", CHPP_CMD_MAP_EQ,
+    cmd_in(f, CHPP_CMD_SW2HW_EQ, 0, &eq, sizeof(eq));
+    cmd_ok(f, CHPP_CMD_MAP_EQ,
            CHPP_EVENT_MAPPABLE_MASK & ~(1ull << CHPP_EVENT_CMD), 0, 0);
 
     mtt[MTT_CQ0] = dma(f, OFF_CQ0) | CHPP_MTT_VALID;
@@ -506,14 +507,14 @@ static void bring_up(struct fn *f)
             .eqn = 0,
             .uar = UAR,
         };
-        cmd_in(f, "SW2HW_CQ", CHPP_CMD_SW2HW_CQ, i, &cq, sizeof(cq));
+        cmd_in(f, CHPP_CMD_SW2HW_CQ, i, &cq, sizeof(cq));
     }
     f->data_key = create_mr(f, MPT_DATA, f->iova + OFF_DATA, DATA_LEN,
                             MTT_DATA, CHPP_MPT_LOCAL_WRITE |
                             CHPP_MPT_REMOTE_READ | CHPP_MPT_REMOTE_WRITE);
 
-    cmd_ok(f, "INIT_PORT", CHPP_CMD_INIT_PORT, 0, 1, 0);
-    cmd_out(f, "QUERY_PORT", CHPP_CMD_QUERY_PORT, 1, &port, sizeof(port));
+    cmd_ok(f, CHPP_CMD_INIT_PORT, 0, 1, 0);
+    cmd_out(f, CHPP_CMD_QUERY_PORT, 1, &port, sizeof(port));
     say("%s: port 1 state %u lid %u", f->name, port.state, port.lid);
 }
 
@@ -537,7 +538,7 @@ static void qp_init(struct fn *f)
         },
     };
 
-    cmd_in(f, "RST2INIT_QP", CHPP_CMD_RST2INIT_QP, QPN, &m, sizeof(m));
+    cmd_in(f, CHPP_CMD_RST2INIT_QP, QPN, &m, sizeof(m));
 }
 
 static void qp_connect(struct fn *f, const struct fn *peer)
@@ -558,11 +559,11 @@ static void qp_connect(struct fn *f, const struct fn *peer)
         },
     };
 
-    cmd_in(f, "INIT2RTR_QP", CHPP_CMD_INIT2RTR_QP, QPN, &m, sizeof(m));
+    cmd_in(f, CHPP_CMD_INIT2RTR_QP, QPN, &m, sizeof(m));
     m.attr_mask = CHPP_QP_ATTR_SQ_PSN | CHPP_QP_ATTR_TIMEOUT |
                   CHPP_QP_ATTR_RETRY_CNT | CHPP_QP_ATTR_RNR_RETRY |
                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC;
-    cmd_in(f, "RTR2RTS_QP", CHPP_CMD_RTR2RTS_QP, QPN, &m, sizeof(m));
+    cmd_in(f, CHPP_CMD_RTR2RTS_QP, QPN, &m, sizeof(m));
 }
 
 /* ---- work requests and completions ------------------------------------- */
