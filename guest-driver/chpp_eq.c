@@ -46,8 +46,8 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 	case CHPP_EVENT_WQ_CATAS_ERROR:
 	case CHPP_EVENT_WQ_INVAL_REQ:
 	case CHPP_EVENT_WQ_ACCESS_ERROR:
-		dev_err(d, "QP %u error event 0x%02x\n", eqe->event.qp.qpn,
-			eqe->type);
+		dev_err(d, "QP %u error event %s\n", eqe->event.qp.qpn,
+			chpp_event_name(eqe->type));
 		chpp_qp_event(dev, eqe->event.qp.qpn, eqe->type);
 		break;
 	case CHPP_EVENT_VF_FLR:

@@ -670,8 +670,8 @@ void chpp_qp_event(struct chpp_dev *dev, u32 qpn, u8 type)
 	struct ib_event ev = {};
 
 	if (!qp) {
-		dev_warn(&dev->pdev->dev, "event 0x%02x for unknown QP %u\n",
-			 type, qpn);
+		dev_warn(&dev->pdev->dev, "event %s for unknown QP %u\n",
+			 chpp_event_name(type) ?: "?", qpn);
 		return;
 	}
 	switch (type) {
