@@ -256,7 +256,7 @@ enum chpp_counter {
         switch (value) { \
         list(CHPP_ABI_NAME_CASE) \
         } \
-        return 0; \
+        return (void *)0; \
     }
 
 enum chpp_opcode {
