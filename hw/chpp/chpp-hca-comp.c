@@ -55,12 +55,6 @@ static void chpp_comp_fail_head(ChppHcaState *s, ChppQp *qp, uint8_t status,
     chpp_qp_fail(s, qp, CHPP_QPS_ERR, 0);
 }
 
-static bool chpp_is_rd_atomic(uint8_t op)
-{
-    return op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
-           op == CHPP_WQE_ATOMIC_FA;
-}
-
 /*
  * Complete in-flight WQEs acknowledged by @psn: those whose last PSN is
  * before it (or at it, if @inclusive).  GET and atomics need their
@@ -79,7 +73,7 @@ void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t psn,
             chpp_comp_fail_head(s, qp, e->status, e->vendor_err);
             return;
         }
-        if (d > 0 || (d == 0 && !inclusive) || chpp_is_rd_atomic(e->opcode)) {
+        if (d > 0 || (d == 0 && !inclusive) || chpp_wqe_is_rd_atomic(e->opcode)) {
             return;
         }
         chpp_comp_success(s, qp);
@@ -121,7 +115,7 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint64_t off;
 
     /* Earlier sends and PUTs are acknowledged implicitly. */
-    while ((e = chpp_head(qp)) && !chpp_is_rd_atomic(e->opcode) &&
+    while ((e = chpp_head(qp)) && !chpp_wqe_is_rd_atomic(e->opcode) &&
            !e->status && chpp_psn_diff(e->last_psn, pkt->psn) < 0) {
         chpp_comp_success(s, qp);
     }

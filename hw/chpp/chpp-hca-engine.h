@@ -10,9 +10,15 @@
 
 #include "chpp-hca.h"
 
-#define CHPP_PSN_MASK 0xffffffu
 /* WQE indexes (producer, consumer) are 16-bit counters: the doorbell's PI. */
 #define CHPP_IDX_MASK CHPP_UAR_DB_PI_MASK
+
+/* GET and atomics: the WQEs that wait for response data. */
+static inline bool chpp_wqe_is_rd_atomic(uint8_t op)
+{
+    return op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
+           op == CHPP_WQE_ATOMIC_FA;
+}
 
 static inline uint32_t chpp_psn_add(uint32_t psn, uint32_t n)
 {

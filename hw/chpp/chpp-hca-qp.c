@@ -19,7 +19,6 @@
 #include "chpp-hca.h"
 #include "trace.h"
 
-#define CHPP_QP_PSN_MASK        0xffffffu
 /* WQE indexes (producer, consumer) are 16-bit counters: the doorbell's PI. */
 #define CHPP_QP_IDX_MASK        CHPP_UAR_DB_PI_MASK
 #define CHPP_QP_MAX_LOG_WQES    15      /* 2^15 = CHPP_MAX_QP_WQES */
@@ -257,16 +256,16 @@ static uint8_t chpp_qp_check_attrs(ChppHcaState *s, uint32_t qpn,
                              "QP %u: max_dest_rd_atomic %u (max %u)", qpn,
                              ctx->max_dest_rd_atomic, CHPP_MAX_RD_ATOMIC);
     }
-    if ((mask & A_SQ_PSN) && le32_to_cpu(ctx->sq_psn) > CHPP_QP_PSN_MASK) {
+    if ((mask & A_SQ_PSN) && le32_to_cpu(ctx->sq_psn) > CHPP_PSN_MASK) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: SQ PSN 0x%x",
                              qpn, le32_to_cpu(ctx->sq_psn));
     }
-    if ((mask & A_RQ_PSN) && le32_to_cpu(ctx->rq_psn) > CHPP_QP_PSN_MASK) {
+    if ((mask & A_RQ_PSN) && le32_to_cpu(ctx->rq_psn) > CHPP_PSN_MASK) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: RQ PSN 0x%x",
                              qpn, le32_to_cpu(ctx->rq_psn));
     }
     if ((mask & A_DEST_QPN) &&
-        le32_to_cpu(ctx->dest_qpn) > CHPP_QP_PSN_MASK) {
+        le32_to_cpu(ctx->dest_qpn) > CHPP_PSN_MASK) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
                              "QP %u: destination QPN 0x%x", qpn,
                              le32_to_cpu(ctx->dest_qpn));
@@ -756,8 +755,8 @@ static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
                            "retries, min_rnr_timer, rd_atomic depths, "
                            "dest_vf)", qpn);
     }
-    if (qp->sq_psn > CHPP_QP_PSN_MASK || qp->rq_psn > CHPP_QP_PSN_MASK ||
-        qp->dest_qpn > CHPP_QP_PSN_MASK) {
+    if (qp->sq_psn > CHPP_PSN_MASK || qp->rq_psn > CHPP_PSN_MASK ||
+        qp->dest_qpn > CHPP_PSN_MASK) {
         return chpp_refuse(s, "QP %u: sq_psn 0x%x, rq_psn 0x%x or dest_qpn "
                            "0x%x beyond 24 bits", qpn, qp->sq_psn, qp->rq_psn,
                            qp->dest_qpn);

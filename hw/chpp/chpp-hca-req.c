@@ -49,12 +49,6 @@ static bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
     }
 }
 
-static bool chpp_wqe_is_rd_atomic(uint8_t op)
-{
-    return op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
-           op == CHPP_WQE_ATOMIC_FA;
-}
-
 static bool chpp_wqe_bad(uint8_t *status, uint8_t *verr, uint8_t st,
                          uint8_t ve)
 {

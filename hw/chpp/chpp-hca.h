@@ -19,6 +19,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(ChppHcaState, CHPP_HCA)
 /* The VFs pcie_sriov creates: a chpp-hca whose state the PF migrates. */
 #define TYPE_CHPP_HCA_VF "chpp-hca-vf"
 
+/* PSNs (and QPNs on the wire) are 24-bit. */
+#define CHPP_PSN_MASK 0xffffffu
+
 /* The EQ that no event type is mapped to. */
 #define CHPP_EQN_NONE 0xff
 
