@@ -92,7 +92,9 @@ uint8_t chpp_cmd_fail(ChppHcaState *s, uint8_t status, const char *fmt, ...)
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     chpp_guest_error(s, "command %s: %s (status 0x%02x)",
-                     s->cmd_name ?: "?", msg, status);
+                     chpp_cmd_name(s->hcr[CHPP_HCR_CTRL / 4] &
+                                   CHPP_HCR_OPCODE_MASK) ?: "UNKNOWN",
+                     msg, status);
     return status;
 }
 

@@ -237,19 +237,14 @@ static void chpp_cmd_execute(ChppHcaState *s)
                                    hcr[CHPP_HCR_OUT_PARAM_H / 4]);
     uint32_t in_mod = hcr[CHPP_HCR_IN_MODIFIER / 4];
     uint16_t token = hcr[CHPP_HCR_TOKEN / 4] >> CHPP_HCR_TOKEN_SHIFT;
-    uint32_t resets = s->resets;
     uint8_t status;
 
     if (!(ctrl & CHPP_HCR_GO)) {
         return;
     }
 
-    s->cmd_name = chpp_cmd_str(opcode);
     status = chpp_cmd_dispatch(s, opcode, opmod, in_param, in_mod,
                                &out_param);
-    if (resets != s->resets) {
-        return;     /* a DMA of the command reset the function: aborted */
-    }
     trace_chpp_hca_cmd_done(chpp_cmd_str(opcode), status, out_param);
     chpp_count(s, CHPP_CNT_CMDS);
     if (status != CHPP_STAT_OK) {

@@ -252,7 +252,7 @@ bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
                   bool solicited)
 {
     ChppCq *cq = chpp_cq_get(s, cqn);
-    uint32_t used, slot, resets;
+    uint32_t used, slot;
     uint64_t off;
     bool fire;
 
@@ -277,14 +277,10 @@ bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
     slot = cq->pi & (cq->nent - 1);
     off = (uint64_t)slot * CHPP_CQE_SIZE;
     cqe->owner = ((cq->pi >> ctz32(cq->nent)) & 1) ? 0 : CHPP_CQE_OWNER;
-    resets = s->resets;
     if (!chpp_ring_rw(s, &cq->ring, off, cqe,
                       offsetof(struct chpp_cqe, owner),
                       DMA_DIRECTION_FROM_DEVICE)) {
         goto dma_error;
-    }
-    if (resets != s->resets) {
-        return false;   /* the write reset the function (x-dma-any-target) */
     }
     /* Order the body before the owner byte for a concurrent vCPU. */
     smp_wmb();

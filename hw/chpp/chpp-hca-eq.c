@@ -55,7 +55,6 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     uint32_t used = (eq->pi - eq->ci) & CHPP_EQ_IDX_MASK;
     uint32_t slot = eq->pi & (eq->nent - 1);
     dma_addr_t addr = eq->base + (dma_addr_t)slot * CHPP_EQE_SIZE;
-    uint32_t resets;
     bool phase;
     bool ok;
 
@@ -84,11 +83,7 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
     phase = !((eq->pi >> ctz32(eq->nent)) & 1);
     /* Body first, then the owner word, so software never sees half. */
     eqe->owner = cpu_to_le32(phase ? CHPP_EQE_OWNER : 0);
-    resets = s->resets;
     ok = chpp_dma_write(s, addr, eqe, offsetof(struct chpp_eqe, owner));
-    if (resets != s->resets) {
-        return;     /* the write reset the function (x-dma-any-target) */
-    }
     if (ok) {
         /* Order the body before the owner word for a concurrent vCPU. */
         smp_wmb();

@@ -28,7 +28,6 @@
 void chpp_hca_soft_reset(ChppHcaState *s)
 {
     trace_chpp_hca_reset();
-    s->resets++;
     chpp_cmd_reset(s);
     chpp_link_reset(s);
     chpp_hca_reset_state(s);

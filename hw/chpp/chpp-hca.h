@@ -283,7 +283,6 @@ struct ChppHcaState {
 
     /* Command interface */
     uint32_t hcr[CHPP_HCR_DWORDS];
-    const char *cmd_name;       /* the command running, for its errors */
     QEMUBH *cmd_bh;
     QEMUTimer *cmd_timer;
 
@@ -328,7 +327,6 @@ struct ChppHcaState {
     VMChangeStateEntry *vmstate_change;
     bool dma_any_target;        /* x-dma-any-target: tests of teardown */
     bool gone;                  /* unrealized: code on the stack unwinds */
-    uint32_t resets;            /* soft resets: work across one is dropped */
 
     /* PF, migration only (chpp-hca-vmstate.c) */
     uint8_t mig_num_vfs;        /* VFs the source had enabled */

@@ -19,11 +19,6 @@
 #define SRIOV_CTRL  (CHPP_PCI_EXT_CAP_SRIOV + PCI_SRIOV_CTRL)
 #define MSI_WINDOW  0xfee00000ull
 
-static uint64_t pf_ecam(void)
-{
-    return CHPP_TEST_ECAM_BASE | (uint64_t)CHPP_TEST_DEVFN << 12;
-}
-
 /* UD QP @q->qpn in INIT on @d, 4-WQE rings of 64 bytes, CQ @cqn. */
 static void ud_qp(ChppDev *d, ChppTQp *q, uint32_t cqn)
 {
@@ -54,6 +49,25 @@ static void ud_qp(ChppDev *d, ChppTQp *q, uint32_t cqn)
                     ==, CHPP_STAT_OK);
 }
 
+/* @q to RTS, then a signaled inline UD SEND of @data to itself. */
+static void ud_send_self(ChppDev *d, ChppTQp *q, const void *data,
+                         uint32_t len, uint64_t wr_id)
+{
+    struct chpp_qp_context qc = { 0 };
+    ChppWqeBuf *wqe;
+
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, q->qpn, 0, &qc),
+                    ==, CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RTR2RTS_QP, q->qpn,
+                                   CHPP_QP_ATTR_SQ_PSN, &qc), ==,
+                    CHPP_STAT_OK);
+    wqe = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
+                       wr_id, 0);
+    chpp_wqe_ud(wqe, 0, q->qpn, 0x11111111, q->magic);
+    chpp_wqe_inline(wqe, data, len);
+    chpp_post_send(d, q, wqe, true);
+}
+
 /*
  * The review's reproducer: on a VF, an EQ inside the PF's config page
  * takes CQ_ERROR; a 2-entry CQ overruns when 2ERR_QP flushes three
@@ -64,7 +78,7 @@ static void vf_flush_into_pf_config(ChppPf *p, ChppDev *vf)
     ChppTQp q = { .qpn = 0 };
 
     chpp_init_hca(vf);
-    g_assert_cmphex(chpp_sw2hw_eq(vf, 0, pf_ecam() + 0x100, 8, 0, 0), ==,
+    g_assert_cmphex(chpp_sw2hw_eq(vf, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x100, 8, 0, 0), ==,
                     CHPP_STAT_OK);
     g_assert_cmphex(chpp_map_eq(vf, 0, 1ull << CHPP_EVENT_CQ_ERROR, false),
                     ==, CHPP_STAT_OK);
@@ -135,7 +149,7 @@ static void test_teardown_under_dma(void)
 static void test_msix_into_pf_config(void)
 {
     ChppPf *p = chpp_pf_start(NULL, NULL);
-    uint64_t entry, addr = pf_ecam() + SRIOV_CTRL;
+    uint64_t entry, addr = chpp_ecam(CHPP_TEST_DEVFN, 0) + SRIOV_CTRL;
     ChppDev *vf;
 
     chpp_pf_vfs_set(p, 1);
@@ -194,8 +208,6 @@ static void test_timer_guard(void)
     ChppTQp q = { .qpn = 0 };
     ChppTCq cq = { .cqn = 0, .nent = 64, .uar = UAR };
     ChppTSge sge[2];
-    ChppWqeBuf *wqe;
-    struct chpp_qp_context qc = { 0 };
     struct chpp_cqe cqe;
     static const uint8_t reset[4] = { CHPP_RESET_MAGIC };
 
@@ -210,16 +222,7 @@ static void test_timer_guard(void)
     sge[1] = (ChppTSge) { d->bar0.addr + CHPP_REG_RESET, 4,
                           phys_mr(d, 2, d->bar0.addr, 4096) };
     chpp_post_recv_sges(d, &q, 0x77, sge, 2);
-    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 0, 0, &qc), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RTR2RTS_QP, 0,
-                                   CHPP_QP_ATTR_SQ_PSN, &qc), ==,
-                    CHPP_STAT_OK);
-    wqe = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
-                       0x78, 0);
-    chpp_wqe_ud(wqe, 0, 0, 0x11111111, 0x42);
-    chpp_wqe_inline(wqe, reset, sizeof(reset));
-    chpp_post_send(d, &q, wqe, true);
+    ud_send_self(d, &q, reset, sizeof(reset), 0x78);
 
     chpp_poll_cq(d, &cq, &cqe);
     g_assert_cmpuint(le64_to_cpu(cqe.wr_id), ==, 0x78);
@@ -252,7 +255,7 @@ static void test_flr_under_command(void)
     p->vf[1] = chpp_vf_handle(p, 1);
     chpp_init_hca(p->vf[1]);
     chpp_init_hca(d);
-    g_assert_cmphex(chpp_sw2hw_eq(d, 0, pf_ecam() + 0x40, 4, 0, 0), ==,
+    g_assert_cmphex(chpp_sw2hw_eq(d, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x40, 4, 0, 0), ==,
                     CHPP_STAT_OK);
     g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_CMD, false), ==,
                     CHPP_STAT_OK);
@@ -265,8 +268,8 @@ static void test_flr_under_command(void)
     }
     /*
      * FLR: the VFs are gone (QEMU 7.2's pcie_sriov leaves VF Enable set
-     * in config space meanwhile), the PF is back to its reset state: the
-     * command was aborted and its HCR cleared.
+     * in config space meanwhile) and the PF is back to its reset state,
+     * its HCR cleared.
      */
     g_assert_cmphex(chpp_pf_cfg_rd(p, 1, PCI_VENDOR_ID), ==, 0xffffffff);
     g_assert_cmphex(chpp_rd(d, CHPP_REG_HCR + CHPP_HCR_CTRL), ==, 0);
@@ -291,7 +294,7 @@ typedef struct Target {
 /* Page aligned as mailboxes and MTT pages are; holds PCI_COMMAND. */
 static uint64_t t_ecam(ChppPf *p)
 {
-    return pf_ecam();
+    return chpp_ecam(CHPP_TEST_DEVFN, 0);
 }
 
 static uint64_t t_own_bar(ChppPf *p)
@@ -380,19 +383,10 @@ static void test_class(const void *opaque)
     };
     struct chpp_eq_context eqc;
     struct chpp_qp_context qc;
-    uint32_t key = 1 << CHPP_KEY_INDEX_SHIFT | 0x11;
-    struct chpp_mpt_context mr = {
-        .flags = cpu_to_le32(CHPP_MPT_PHYS | CHPP_MPT_LOCAL_WRITE),
-        .key = cpu_to_le32(key),
-        .pd = cpu_to_le32(PD),
-        .start = cpu_to_le64(target),
-        .length = cpu_to_le64(4096),
-    };
-    ChppTSge sge = { .addr = target, .len = 4096, .key = key };
+    ChppTSge sge = { .addr = target, .len = 4096 };
     ChppTQp q1 = { .qpn = 1 }, q2 = { .qpn = 2 }, q3 = { .qpn = 3 };
     ChppTCq tcq = { .cqn = 2, .nent = 64, .uar = UAR };
     struct chpp_cqe cqe;
-    ChppWqeBuf *wqe;
 
     witness(p, &w);
 
@@ -447,20 +441,10 @@ static void test_class(const void *opaque)
 
     /* Data: a physical region over the target takes a UD receive. */
     refused = chpp_counter(d, CHPP_CNT_DMA_REFUSED);
-    g_assert_cmphex(chpp_sw2hw_mpt(d, 1, &mr), ==, CHPP_STAT_OK);
+    sge.key = phys_mr(d, 1, target, 4096);
     ud_qp(d, &q3, 2);
     chpp_post_recvs(d, &q3, 0x77, &sge, 1, 1);
-    memset(&qc, 0, sizeof(qc));
-    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 3, 0, &qc), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RTR2RTS_QP, 3,
-                                   CHPP_QP_ATTR_SQ_PSN, &qc), ==,
-                    CHPP_STAT_OK);
-    wqe = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
-                       0x78, 0);
-    chpp_wqe_ud(wqe, 0, 3, 0x11111111, 0x42);
-    chpp_wqe_inline(wqe, "refused", 7);
-    chpp_post_send(d, &q3, wqe, true);
+    ud_send_self(d, &q3, "refused", 7, 0x78);
     /* The flush of QP 2 left one error CQE first. */
     chpp_poll_cq(d, &tcq, &cqe);
     g_assert_cmpuint(le32_to_cpu(cqe.qpn), ==, 2);

@@ -756,7 +756,7 @@ void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
 
 #define CHPP_MCH_PCIEXBAR   0x60
 
-static uint64_t chpp_ecam(int devfn, int off)
+uint64_t chpp_ecam(int devfn, int off)
 {
     return CHPP_TEST_ECAM_BASE | (uint64_t)devfn << 12 | off;
 }

@@ -232,6 +232,8 @@ typedef struct ChppPf {
 } ChppPf;
 
 ChppPf *chpp_pf_start(const char *props, const char *extra);
+/* The ECAM address of byte @off of the config space of @devfn (bus 0). */
+uint64_t chpp_ecam(int devfn, int off);
 /* Config space of function @fn (0 = PF) through ECAM. */
 uint32_t chpp_pf_cfg_rd(ChppPf *p, int fn, int off);
 void chpp_pf_cfg_wr16(ChppPf *p, int fn, int off, uint16_t v);
