@@ -2,8 +2,10 @@
  * chpp-hca: the base every other file of the device may call, and which
  * calls none of them: the guest-error funnel, holding a function while
  * device code runs on it, command failure status, command mailboxes and
- * the refusal of incoming migration state.  DMA itself is in
- * chpp-hca-dma.c, one layer below (docs/architecture.md).
+ * the refusal of incoming migration state; and scheduling: the engine's
+ * kick and the transmit bound, by which lower layers tell the engine that
+ * work arrived or room freed up without calling into it.  DMA itself is
+ * in chpp-hca-dma.c, one layer above (docs/architecture.md).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,7 +13,7 @@
 #include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
-#include "chpp-hca.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
 
 static void G_GNUC_PRINTF(2, 0) chpp_guest_vlog(ChppHcaState *s,
@@ -110,4 +112,47 @@ int chpp_refuse(ChppHcaState *s, const char *fmt, ...)
     error_report("chpp-hca: function %u: incoming state refused: %s",
                  s->func, why);
     return -EINVAL;
+}
+
+void chpp_engine_kick(ChppHcaState *s)
+{
+    if (s->engine_stopped || s->gone) {
+        return;
+    }
+    if (s->params.engine_delay_ns) {
+        if (!timer_pending(s->engine_timer)) {
+            timer_mod(s->engine_timer,
+                      qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                      s->params.engine_delay_ns);
+        }
+    } else if (!s->engine_kicked) {
+        /* Scheduling wakes the main loop each time: once per run does. */
+        s->engine_kicked = true;
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+bool chpp_tx_room(ChppHcaState *s, ChppQp *qp)
+{
+    ChppHcaState *pf = chpp_pf(s);
+
+    if (pf->tx_queued < CHPP_TX_QUEUE_MAX) {
+        return true;
+    }
+    qp->eng.tx_pending = true;
+    pf->tx_blocked = true;
+    return false;
+}
+
+/* Senders wait until the queues are half empty, then all resume. */
+void chpp_tx_dequeued(ChppHcaState *s)
+{
+    ChppHcaState *pf = chpp_pf(s);
+
+    if (pf->tx_queued) {
+        pf->tx_queued--;
+    }
+    if (pf->tx_blocked && pf->tx_queued < CHPP_TX_QUEUE_MAX / 2) {
+        chpp_engine_kick(pf);
+    }
 }

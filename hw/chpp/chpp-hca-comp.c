@@ -1,84 +1,17 @@
 /*
- * chpp-hca: the completer: ACKs, NAKs, GET and atomic responses -> CQEs.
+ * chpp-hca: the completer: ACKs, NAKs, GET and atomic responses, and the
+ * retransmission timeout.
  *
- * Send completions are written in posting order.  An error completes the
- * WQE it belongs to only after every earlier WQE of the QP completed, then
- * the QP leaves RTS and everything after it is flushed.
+ * Each tells which in-flight WQEs are done; chpp-hca-sq.c completes them
+ * in posting order.  The completer restarts the requester when progress
+ * frees room, and has it retransmit after a NAK or a timeout.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
-
-static ChppInflight *chpp_head(ChppQp *qp)
-{
-    return qp->eng.infl_count ? &qp->eng.inflight[qp->eng.infl_head] : NULL;
-}
-
-static void chpp_pop(ChppQp *qp)
-{
-    qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
-    qp->eng.infl_count--;
-    qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
-}
-
-static void chpp_comp_success(ChppHcaState *s, ChppQp *qp)
-{
-    ChppInflight *e = chpp_head(qp);
-
-    if ((e->flags & CHPP_WQE_SIGNALED) ||
-        (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL)) {
-        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode), 0, 0,
-                      e->length);
-    }
-    if (e->opcode == CHPP_WQE_GET || e->opcode == CHPP_WQE_ATOMIC_CS ||
-        e->opcode == CHPP_WQE_ATOMIC_FA) {
-        qp->eng.rd_atomic--;
-    }
-    chpp_pop(qp);
-}
-
-/* Complete the head WQE with an error and take the QP out of RTS. */
-static void chpp_comp_fail_head(ChppHcaState *s, ChppQp *qp, uint8_t status,
-                                uint8_t verr)
-{
-    ChppInflight *e = chpp_head(qp);
-
-    chpp_guest_error(s, "QP %u: WQE %u completes with status %u (reason %u)",
-                     chpp_qpn(s, qp), e->wqe_idx, status, verr);
-    chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode), status,
-                  verr, 0);
-    chpp_pop(qp);
-    chpp_qp_timer_stop(s, qp);
-    chpp_qp_fail(s, qp, CHPP_QPS_ERR, 0);
-}
-
-/*
- * Complete in-flight WQEs acknowledged by @psn: those whose last PSN is
- * before it (or at it, if @inclusive).  GET and atomics need their
- * response, so an acknowledgement never completes them.
- */
-void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t psn,
-                        bool inclusive)
-{
-    ChppInflight *e;
-
-    while ((e = chpp_head(qp))) {
-        int32_t d = chpp_psn_diff(e->last_psn, psn);
-
-        if (e->status) {
-            /* Everything before the failed WQE is done: now it fails. */
-            chpp_comp_fail_head(s, qp, e->status, e->vendor_err);
-            return;
-        }
-        if (d > 0 || (d == 0 && !inclusive) || chpp_wqe_is_rd_atomic(e->opcode)) {
-            return;
-        }
-        chpp_comp_success(s, qp);
-    }
-}
 
 static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
 {
@@ -86,8 +19,8 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
         return;
     }
     /* A queued local error may have reached the head. */
-    if (chpp_head(qp) && chpp_head(qp)->status) {
-        chpp_comp_complete(s, qp, 0, false);
+    if (chpp_sq_head(qp) && chpp_sq_head(qp)->status) {
+        chpp_sq_complete(s, qp, 0, false);
         return;
     }
     /* Both retry counts are per WQE (IB): progress restores them. */
@@ -115,13 +48,13 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint64_t off;
 
     /* Earlier sends and PUTs are acknowledged implicitly. */
-    while ((e = chpp_head(qp)) && !chpp_wqe_is_rd_atomic(e->opcode) &&
+    while ((e = chpp_sq_head(qp)) && !chpp_wqe_is_rd_atomic(e->opcode) &&
            !e->status && chpp_psn_diff(e->last_psn, pkt->psn) < 0) {
-        chpp_comp_success(s, qp);
+        chpp_sq_success(s, qp);
     }
-    e = chpp_head(qp);
+    e = chpp_sq_head(qp);
     if (!e || e->status) {
-        chpp_comp_complete(s, qp, 0, false);
+        chpp_sq_complete(s, qp, 0, false);
         return;
     }
     if (e->opcode != CHPP_WQE_GET || pkt->offset != e->done ||
@@ -139,23 +72,23 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     mtu = chpp_mtu_bytes(qp->path_mtu);
     off = (uint64_t)chpp_psn_diff(pkt->psn, e->first_psn) * mtu;
     if (pkt->offset != off || pkt->len != MIN(mtu, e->length - off)) {
-        chpp_comp_fail_head(s, qp, CHPP_WC_BAD_RESP_ERR,
+        chpp_sq_fail_head(s, qp, CHPP_WC_BAD_RESP_ERR,
                             CHPP_VERR_BAD_RESPONSE);
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
-        chpp_comp_fail_head(s, qp, status, verr);
+        chpp_sq_fail_head(s, qp, status, verr);
         return;
     }
     if (pkt->len && !chpp_sge_rw(s, qp, w->sge, w->num_sge, pkt->offset,
                                  pkt->payload, pkt->len,
                                  DMA_DIRECTION_FROM_DEVICE, &verr)) {
-        chpp_comp_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
+        chpp_sq_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
         return;
     }
     e->done += pkt->len;
     if (e->done == e->length) {
-        chpp_comp_success(s, qp);
+        chpp_sq_success(s, qp);
     }
     chpp_comp_progress(s, qp);
 }
@@ -167,23 +100,23 @@ static void chpp_comp_atomic_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint8_t status = 0, verr = 0;
     uint64_t orig = cpu_to_le64(pkt->atomic0);
 
-    chpp_comp_complete(s, qp, chpp_psn_add(pkt->psn, CHPP_PSN_MASK), true);
-    e = chpp_head(qp);
+    chpp_sq_complete(s, qp, chpp_psn_add(pkt->psn, CHPP_PSN_MASK), true);
+    e = chpp_sq_head(qp);
     if (!e || e->first_psn != pkt->psn ||
         (e->opcode != CHPP_WQE_ATOMIC_CS && e->opcode != CHPP_WQE_ATOMIC_FA)) {
         trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected atomic response");
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
-        chpp_comp_fail_head(s, qp, status, verr);
+        chpp_sq_fail_head(s, qp, status, verr);
         return;
     }
     if (!chpp_sge_rw(s, qp, w->sge, w->num_sge, 0, &orig, sizeof(orig),
                      DMA_DIRECTION_FROM_DEVICE, &verr)) {
-        chpp_comp_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
+        chpp_sq_fail_head(s, qp, CHPP_WC_LOC_PROT_ERR, verr);
         return;
     }
-    chpp_comp_success(s, qp);
+    chpp_sq_success(s, qp);
     chpp_comp_progress(s, qp);
 }
 
@@ -204,8 +137,8 @@ static void chpp_comp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     ChppInflight *e;
 
     /* A NAK acknowledges everything before its PSN. */
-    chpp_comp_complete(s, qp, pkt->psn, false);
-    e = chpp_head(qp);
+    chpp_sq_complete(s, qp, pkt->psn, false);
+    e = chpp_sq_head(qp);
     if (!e || qp->state == CHPP_QPS_ERR ||
         chpp_psn_diff(pkt->psn, e->first_psn) < 0) {
         return;
@@ -216,7 +149,7 @@ static void chpp_comp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
             return;     /* the rest of an RNR-refused message: wait */
         }
         if (!qp->eng.retry_left) {
-            chpp_comp_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR,
+            chpp_sq_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR,
                                 CHPP_VERR_TIMEOUT);
             return;
         }
@@ -226,7 +159,7 @@ static void chpp_comp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     case CHPP_NAK_RNR:
         chpp_count(s, CHPP_CNT_RNR_NAKS);
         if (qp->rnr_retry != 7 && !qp->eng.rnr_left) {
-            chpp_comp_fail_head(s, qp, CHPP_WC_RNR_RETRY_EXC_ERR,
+            chpp_sq_fail_head(s, qp, CHPP_WC_RNR_RETRY_EXC_ERR,
                                 CHPP_VERR_RNR);
             return;
         }
@@ -237,7 +170,7 @@ static void chpp_comp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
                           chpp_rnr_timer_ns(pkt->rnr_timer));
         return;
     default:
-        chpp_comp_fail_head(s, qp, chpp_nak_status(pkt->syndrome),
+        chpp_sq_fail_head(s, qp, chpp_nak_status(pkt->syndrome),
                             pkt->syndrome == CHPP_NAK_REM_ACCESS ?
                             CHPP_VERR_RKEY : CHPP_VERR_REMOTE_INVALID);
     }
@@ -266,7 +199,7 @@ void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
     }
     switch (pkt->op) {
     case CHPP_OP_ACK:
-        chpp_comp_complete(s, qp, pkt->psn, true);
+        chpp_sq_complete(s, qp, pkt->psn, true);
         chpp_comp_progress(s, qp);
         break;
     case CHPP_OP_NAK:
@@ -289,29 +222,9 @@ void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp)
         return;
     }
     if (!qp->eng.retry_left) {
-        chpp_comp_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR, CHPP_VERR_TIMEOUT);
+        chpp_sq_fail_head(s, qp, CHPP_WC_RETRY_EXC_ERR, CHPP_VERR_TIMEOUT);
         return;
     }
     qp->eng.retry_left--;
     chpp_req_retransmit(s, qp);
-}
-
-bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
-                   uint8_t opcode, uint8_t status, uint8_t verr,
-                   uint32_t byte_len)
-{
-    struct chpp_cqe cqe = {
-        .wr_id = cpu_to_le64(wr_id),
-        .byte_len = cpu_to_le32(byte_len),
-        .qpn = cpu_to_le32(chpp_qpn(s, qp)),
-        /* Send completions are in order: this is WQE sq_comp. */
-        .src_qp = cpu_to_le32(qp->eng.sq_comp),
-        .vendor_err = verr,
-        .opcode = opcode,
-        .status = status,
-        .flags = CHPP_CQE_FLAG_SEND,
-    };
-
-    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
-    return chpp_cq_post(s, qp->send_cqn, &cqe, false);
 }

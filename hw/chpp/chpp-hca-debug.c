@@ -8,7 +8,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
 #include "trace.h"
 

@@ -10,7 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
 
 void chpp_uar_doorbell_error(ChppHcaState *s, uint32_t uar, uint32_t offset,

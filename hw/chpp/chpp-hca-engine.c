@@ -11,29 +11,11 @@
 #include "qemu/main-loop.h"
 #include "migration/vmstate.h"
 #include "sysemu/runstate.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
 
 /* Work done per bottom-half run before yielding to the main loop. */
 #define CHPP_ENGINE_BUDGET 256
-
-void chpp_engine_kick(ChppHcaState *s)
-{
-    if (s->engine_stopped || s->gone) {
-        return;
-    }
-    if (s->params.engine_delay_ns) {
-        if (!timer_pending(s->engine_timer)) {
-            timer_mod(s->engine_timer,
-                      qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                      s->params.engine_delay_ns);
-        }
-    } else if (!s->engine_kicked) {
-        /* Scheduling wakes the main loop each time: once per run does. */
-        s->engine_kicked = true;
-        qemu_bh_schedule(s->engine_bh);
-    }
-}
 
 static void chpp_engine_dispatch(ChppHcaState *s, ChppPkt *pkt)
 {
@@ -52,7 +34,7 @@ static void chpp_engine_dispatch(ChppHcaState *s, ChppPkt *pkt)
 
 static bool chpp_engine_rx(ChppHcaState *s)
 {
-    ChppPkt *pkt = chpp_wire_next(s);
+    ChppPkt *pkt = chpp_route_next(s);
 
     if (pkt) {
         chpp_engine_dispatch(s, pkt);
@@ -335,7 +317,7 @@ void chpp_engine_stop(ChppHcaState *s)
         timer_del(s->qp_timers[i]);
     }
     /* Queued frames go now, while the PF whose credits they hold is here. */
-    chpp_wire_reset(s);
+    chpp_route_reset(s);
 }
 
 void chpp_engine_fini(ChppHcaState *s)
@@ -344,7 +326,7 @@ void chpp_engine_fini(ChppHcaState *s)
 
     if (s->vmstate_change) {
         qemu_del_vm_change_state_handler(s->vmstate_change);
-        chpp_wire_reset(s);
+        chpp_route_reset(s);
     }
     for (i = 0; i < CHPP_NUM_VCS; i++) {
         g_queue_free(s->wire_rx[i]);
@@ -370,7 +352,7 @@ void chpp_engine_reset(ChppHcaState *s)
         timer_del(s->qp_timers[i]);
         memset(&s->qps[i].eng, 0, sizeof(s->qps[i].eng));
     }
-    chpp_wire_reset(s);
+    chpp_route_reset(s);
     s->tx_blocked = false;
     memset(s->db_fifo, 0, sizeof(s->db_fifo));
     s->db_head = 0;

@@ -18,7 +18,7 @@
 #include "qapi/visitor.h"
 #include "qom/object.h"
 #include "chardev/char-fe.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
 #include "trace.h"
 
@@ -287,7 +287,7 @@ static void chpp_link_move(ChppHcaState *s)
                 break;
             }
             frame = g_queue_pop_head(l->backlog[vc]);
-            chpp_wire_dequeued(s);
+            chpp_tx_dequeued(s);
             l->credits[vc]--;
             chpp_link_out(s, CHPP_LINK_FRAME, vc, frame);
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
@@ -306,7 +306,7 @@ static void chpp_link_pump(ChppHcaState *s)
 }
 
 /*
- * Requests wait for room below CHPP_TX_QUEUE_MAX frames (chpp_wire_room),
+ * Requests wait for room below CHPP_TX_QUEUE_MAX frames (chpp_tx_room),
  * but answers (ACK, NAK, atomic ACK) are sent for every request received:
  * a peer that grants no credits and repeats requests would grow the
  * backlog without end.  At CHPP_LINK_BACKLOG_MAX frames waiting, functions
@@ -562,7 +562,7 @@ static void chpp_link_set_up(ChppHcaState *s, bool up)
         ChppHcaState *f = chpp_function(s, fn);
 
         if (f) {
-            chpp_port_link_changed(f);
+            chpp_upcalls.link_changed(f);
         }
     }
     chpp_engine_kick(s);
@@ -888,7 +888,7 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
             g_byte_array_unref(ba);
-            chpp_wire_dequeued(s);
+            chpp_tx_dequeued(s);
         }
         chpp_link_drop_received(s, vc);
         l->credits[vc] = 0;

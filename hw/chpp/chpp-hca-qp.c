@@ -6,7 +6,7 @@
  * other modify commands move it along the InfiniBand state machine with the
  * transitions and attribute masks of Linux's ib_modify_qp_is_ok().  Every
  * check runs before anything changes, so a failing command leaves the QP as
- * it was.  After each change the engine is told (chpp_engine_qp_transition)
+ * it was.  After each change the engine is told (chpp_upcalls.qp_transition)
  * and sets up, drains, flushes or frees its part of the QP.
  * docs/queue-pairs.md is the specification of this file.
  *
@@ -449,7 +449,7 @@ static void chpp_qp_to_reset(ChppHcaState *s, ChppQp *qp)
         return;
     }
     qp->state = CHPP_QPS_RESET;
-    chpp_engine_qp_transition(s, qp, old);
+    chpp_upcalls.qp_transition(s, qp, old);
     chpp_qp_unref_cq(s, qp->send_cqn);
     chpp_qp_unref_cq(s, qp->recv_cqn);
     memset(qp, 0, sizeof(*qp));
@@ -551,7 +551,7 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
         qp->eng.sqd_notify = (mask & A_SQD_NTF) && ctx->en_sqd_async_notify;
     }
     qp->state = t->to;
-    chpp_engine_qp_transition(s, qp, old);
+    chpp_upcalls.qp_transition(s, qp, old);
     return CHPP_STAT_OK;
 }
 
@@ -689,7 +689,7 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
     }
     trace_chpp_hca_qp_error(chpp_qpn(s, qp), old, new_state);
     qp->state = new_state;
-    chpp_engine_qp_transition(s, qp, old);
+    chpp_upcalls.qp_transition(s, qp, old);
 }
 
 void chpp_qp_reset(ChppHcaState *s)

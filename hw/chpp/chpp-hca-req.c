@@ -10,188 +10,8 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
-
-uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode)
-{
-    switch (wqe_opcode) {
-    case CHPP_WQE_PUT:
-    case CHPP_WQE_PUT_IMM:
-        return CHPP_CQE_OP_RDMA_WRITE;
-    case CHPP_WQE_GET:
-        return CHPP_CQE_OP_RDMA_READ;
-    case CHPP_WQE_ATOMIC_CS:
-        return CHPP_CQE_OP_COMP_SWAP;
-    case CHPP_WQE_ATOMIC_FA:
-        return CHPP_CQE_OP_FETCH_ADD;
-    default:
-        return CHPP_CQE_OP_SEND;
-    }
-}
-
-static bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
-{
-    switch (op) {
-    case CHPP_WQE_SEND:
-    case CHPP_WQE_SEND_IMM:
-    case CHPP_WQE_NAP:
-        return true;
-    case CHPP_WQE_PUT:
-    case CHPP_WQE_PUT_IMM:
-        return type != CHPP_QPT_UD;
-    case CHPP_WQE_GET:
-    case CHPP_WQE_ATOMIC_CS:
-    case CHPP_WQE_ATOMIC_FA:
-        return type == CHPP_QPT_RC;
-    default:
-        return false;
-    }
-}
-
-static bool chpp_wqe_bad(uint8_t *status, uint8_t *verr, uint8_t st,
-                         uint8_t ve)
-{
-    *status = st;
-    *verr = ve;
-    return false;
-}
-
-/*
- * Copy WQE @idx out of the SQ and validate it.  On failure *status and
- * *verr say why (w->ctrl.wr_id is valid whenever the ring was readable).
- */
-bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
-                    uint8_t *status, uint8_t *verr)
-{
-    uint32_t stride = 1u << qp->log_sq_stride;
-    uint64_t off = (uint64_t)(idx & ((1u << qp->log_sq_size) - 1))
-                   << qp->log_sq_stride;
-    uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
-    uint32_t pos = sizeof(struct chpp_wqe_ctrl);
-    uint64_t total = 0;
-    bool writes_local;
-    uint32_t i;
-
-    memset(&w->ctrl, 0, sizeof(w->ctrl));
-    w->idx = idx;
-    w->num_sge = 0;
-    w->inline_len = 0;
-    if (!chpp_ring_rw(s, &qp->sq, off, buf, stride,
-                      DMA_DIRECTION_TO_DEVICE)) {
-        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
-                            CHPP_VERR_DMA);
-    }
-    memcpy(&w->ctrl, buf, sizeof(w->ctrl));
-    w->ctrl.imm = le32_to_cpu(w->ctrl.imm);
-    w->ctrl.wr_id = le64_to_cpu(w->ctrl.wr_id);
-    trace_chpp_hca_wqe(chpp_qpn(s, qp), idx, w->ctrl.opcode, w->ctrl.flags,
-                       w->ctrl.num_sge);
-
-    if (!chpp_wqe_opcode_ok(qp->type, w->ctrl.opcode) ||
-        w->ctrl.flags & ~(CHPP_WQE_SIGNALED | CHPP_WQE_SOLICITED |
-                          CHPP_WQE_FENCE | CHPP_WQE_INLINE)) {
-        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
-                            CHPP_VERR_BAD_OPCODE);
-    }
-    if (qp->type == CHPP_QPT_UD) {
-        memcpy(&w->ud, buf + pos, sizeof(w->ud));
-        w->ud.dest_node = le32_to_cpu(w->ud.dest_node);
-        w->ud.dest_qpn = le32_to_cpu(w->ud.dest_qpn);
-        w->ud.qkey = le32_to_cpu(w->ud.qkey);
-        pos += sizeof(w->ud);
-    }
-    if (w->ctrl.opcode >= CHPP_WQE_PUT) {
-        memcpy(&w->raddr, buf + pos, sizeof(w->raddr));
-        w->raddr.raddr = le64_to_cpu(w->raddr.raddr);
-        w->raddr.rkey = le32_to_cpu(w->raddr.rkey);
-        pos += sizeof(w->raddr);
-    }
-    if (w->ctrl.opcode == CHPP_WQE_ATOMIC_CS ||
-        w->ctrl.opcode == CHPP_WQE_ATOMIC_FA) {
-        memcpy(&w->atomic, buf + pos, sizeof(w->atomic));
-        w->atomic.swap_add = le64_to_cpu(w->atomic.swap_add);
-        w->atomic.compare = le64_to_cpu(w->atomic.compare);
-        pos += sizeof(w->atomic);
-    }
-    if (pos > stride) {
-        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
-                            CHPP_VERR_BAD_SGE_COUNT);
-    }
-
-    if (w->ctrl.flags & CHPP_WQE_INLINE) {
-        uint32_t room = stride - pos;
-
-        if (chpp_wqe_is_rd_atomic(w->ctrl.opcode) ||
-            room < sizeof(struct chpp_wqe_inline)) {
-            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
-                                CHPP_VERR_BAD_OPCODE);
-        }
-        w->inline_len = ldl_le_p(buf + pos);
-        room -= sizeof(struct chpp_wqe_inline);
-        if (w->inline_len > room) {
-            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
-                                CHPP_VERR_INLINE_TOO_LONG);
-        }
-        memcpy(w->inline_data, buf + pos + sizeof(struct chpp_wqe_inline),
-               w->inline_len);
-        total = w->inline_len;
-    } else {
-        w->num_sge = w->ctrl.num_sge;
-        if (w->num_sge > CHPP_MAX_SGE ||
-            pos + w->num_sge * sizeof(struct chpp_wqe_sge) > stride) {
-            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
-                                CHPP_VERR_BAD_SGE_COUNT);
-        }
-        for (i = 0; i < w->num_sge; i++) {
-            const uint8_t *p = buf + pos + i * sizeof(struct chpp_wqe_sge);
-
-            w->sge[i].length = ldl_le_p(p);
-            w->sge[i].lkey = ldl_le_p(p + 4);
-            w->sge[i].addr = ldq_le_p(p + 8);
-            total += w->sge[i].length;
-        }
-    }
-    if (total > CHPP_MAX_MSG_SIZE) {
-        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
-                            CHPP_VERR_LENGTH_OVERFLOW);
-    }
-    w->length = total;
-
-    switch (w->ctrl.opcode) {
-    case CHPP_WQE_NAP:
-        if (w->length > CHPP_NAP_MAX_PAYLOAD) {
-            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
-                                CHPP_VERR_NAP_TOO_LONG);
-        }
-        break;
-    case CHPP_WQE_ATOMIC_CS:
-    case CHPP_WQE_ATOMIC_FA:
-        if (w->num_sge != 1 || w->length != 8) {
-            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
-                                CHPP_VERR_LENGTH_OVERFLOW);
-        }
-        break;
-    }
-    if (qp->type == CHPP_QPT_UD && w->length > CHPP_WIRE_MAX_PAYLOAD) {
-        return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
-                            CHPP_VERR_LENGTH_OVERFLOW);
-    }
-
-    /* Every segment must be a region of this PD with the needed rights. */
-    writes_local = chpp_wqe_is_rd_atomic(w->ctrl.opcode);
-    for (i = 0; i < w->num_sge; i++) {
-        w->sge_mr[i] = chpp_mr_lookup(s, w->sge[i].lkey, qp->pd,
-                                      w->sge[i].addr, w->sge[i].length,
-                                      writes_local ? CHPP_MPT_LOCAL_WRITE : 0,
-                                      verr);
-        if (!w->sge_mr[i]) {
-            *status = CHPP_WC_LOC_PROT_ERR;
-            return false;
-        }
-    }
-    return true;
-}
 
 static uint32_t chpp_req_mtu(ChppQp *qp)
 {
@@ -282,7 +102,7 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
         bool last = i == total - 1;
         uint8_t *data;
 
-        if (!chpp_wire_room(s, qp)) {
+        if (!chpp_tx_room(s, qp)) {
             return 0;
         }
         /* The payload goes straight into the frame. */
@@ -313,7 +133,7 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
             pkt.offset = off;
             pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
         }
-        if (!chpp_wire_send(s, &pkt)) {
+        if (!chpp_route_send(s, &pkt)) {
             /* Nobody answers on a missing route: RC fails as after retries. */
             if (qp->type == CHPP_QPT_RC) {
                 *status = CHPP_WC_RETRY_EXC_ERR;
@@ -325,11 +145,6 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
         e->sent++;
     }
     return 1;
-}
-
-static ChppInflight *chpp_infl(ChppQp *qp, uint32_t i)
-{
-    return &qp->eng.inflight[(qp->eng.infl_head + i) % CHPP_MAX_INFLIGHT];
 }
 
 /* Complete the WQE being started now (UC/UD, or an RC error at once). */
@@ -357,7 +172,7 @@ static void chpp_req_wqe_error(ChppHcaState *s, ChppQp *qp, ChppWqe *w,
     qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
     if (qp->type == CHPP_QPT_RC && qp->eng.infl_count) {
         /* Earlier WQEs are still in flight: queue the error behind them. */
-        ChppInflight *e = chpp_infl(qp, qp->eng.infl_count++);
+        ChppInflight *e = chpp_sq_infl(qp, qp->eng.infl_count++);
 
         *e = (ChppInflight) {
             .wr_id = w->ctrl.wr_id,
@@ -384,14 +199,14 @@ static bool chpp_req_blocked(ChppQp *qp)
     }
     /* A queued local error must complete before anything else starts. */
     return qp->eng.infl_count &&
-           chpp_infl(qp, qp->eng.infl_count - 1)->status;
+           chpp_sq_infl(qp, qp->eng.infl_count - 1)->status;
 }
 
 /* UC and UD WQEs complete, in order, once all their packets are sent. */
 static void chpp_req_complete_sent(ChppHcaState *s, ChppQp *qp)
 {
     while (qp->type != CHPP_QPT_RC && qp->eng.infl_count) {
-        ChppInflight *e = chpp_infl(qp, 0);
+        ChppInflight *e = chpp_sq_infl(qp, 0);
         bool signaled = (e->flags & CHPP_WQE_SIGNALED) ||
                         (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL);
 
@@ -403,9 +218,7 @@ static void chpp_req_complete_sent(ChppHcaState *s, ChppQp *qp)
             chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
                           0, 0, e->length);
         }
-        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
-        qp->eng.infl_count--;
-        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+        chpp_sq_pop(qp);
     }
 }
 
@@ -419,16 +232,14 @@ static void chpp_req_entry_failed(ChppHcaState *s, ChppQp *qp,
     chpp_guest_error(s, "QP %u: send WQE %u failed (status %u, reason %u)",
                      chpp_qpn(s, qp), e->wqe_idx, status, verr);
     if (qp->type == CHPP_QPT_RC) {
-        chpp_comp_complete(s, qp, 0, false);
+        chpp_sq_complete(s, qp, 0, false);
         return;
     }
     chpp_req_complete_sent(s, qp);
-    if (chpp_infl(qp, 0) == e) {
+    if (chpp_sq_infl(qp, 0) == e) {
         chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
                       status, verr, 0);
-        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
-        qp->eng.infl_count--;
-        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+        chpp_sq_pop(qp);
         chpp_qp_fail(s, qp, CHPP_QPS_SQE, 0);
     }
 }
@@ -439,7 +250,7 @@ static bool chpp_req_continue(ChppHcaState *s, ChppQp *qp, ChppWqe *w)
     uint32_t i;
 
     for (i = 0; i < qp->eng.infl_count; i++) {
-        ChppInflight *e = chpp_infl(qp, i);
+        ChppInflight *e = chpp_sq_infl(qp, i);
         uint8_t status = 0, verr = 0;
         int r;
 
@@ -501,7 +312,7 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
             return;             /* fence: earlier GET/atomics first */
         }
         npkts = chpp_wqe_npkts(qp, w->ctrl.opcode, w->length);
-        e = chpp_infl(qp, qp->eng.infl_count++);
+        e = chpp_sq_infl(qp, qp->eng.infl_count++);
         *e = (ChppInflight) {
             .wr_id = w->ctrl.wr_id,
             .wqe_idx = w->idx,
@@ -604,7 +415,7 @@ void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
         return;
     }
     for (i = 0; i < qp->eng.infl_count; i++) {
-        ChppInflight *e = chpp_infl(qp, i);
+        ChppInflight *e = chpp_sq_infl(qp, i);
 
         if (e->status) {
             break;
@@ -624,14 +435,12 @@ void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
 void chpp_req_flush(ChppHcaState *s, ChppQp *qp)
 {
     while (qp->eng.infl_count) {
-        ChppInflight *e = chpp_infl(qp, 0);
+        ChppInflight *e = chpp_sq_infl(qp, 0);
 
         chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
                       e->status ? e->status : CHPP_WC_WR_FLUSH_ERR,
                       e->status ? e->vendor_err : CHPP_VERR_FLUSH, 0);
-        qp->eng.infl_head = (qp->eng.infl_head + 1) % CHPP_MAX_INFLIGHT;
-        qp->eng.infl_count--;
-        qp->eng.sq_comp = (qp->eng.sq_comp + 1) & CHPP_IDX_MASK;
+        chpp_sq_pop(qp);
     }
     qp->eng.rd_atomic = 0;
     while (qp->sq_ci != qp->sq_pi) {

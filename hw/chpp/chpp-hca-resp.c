@@ -10,7 +10,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
 
 static void chpp_resp_drop(ChppHcaState *s, ChppPkt *pkt, const char *why)
@@ -40,7 +40,7 @@ static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
     };
 
     trace_chpp_hca_resp_reply(chpp_qpn(s, qp), op, psn, syndrome);
-    chpp_wire_send(s, &pkt);
+    chpp_route_send(s, &pkt);
 }
 
 static void chpp_resp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
@@ -291,7 +291,7 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
             .offset = off,
         };
 
-        if (!chpp_wire_room(s, qp)) {
+        if (!chpp_tx_room(s, qp)) {
             return;
         }
         /* The payload goes straight into the frame. */
@@ -313,7 +313,7 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
                            CHPP_VERR_DMA);
             return;
         }
-        chpp_wire_send(s, &pkt);
+        chpp_route_send(s, &pkt);
         if (++r->sent == npkts) {
             qp->eng.rd_head = (qp->eng.rd_head + 1) % CHPP_MAX_RD_ATOMIC;
             qp->eng.rd_count--;

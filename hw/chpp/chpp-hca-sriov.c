@@ -12,33 +12,8 @@
 #include "hw/pci/pci.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
-
-ChppHcaState *chpp_pf(ChppHcaState *s)
-{
-    PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
-
-    return pf ? CHPP_HCA(pf) : s;
-}
-
-/* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
-ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
-{
-    PCIDevice *vf;
-
-    if (fn == 0) {
-        return pf;
-    }
-    if (fn > pcie_sriov_num_vfs(PCI_DEVICE(pf))) {
-        return NULL;
-    }
-    vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(pf), fn - 1);
-    if (!vf || !DEVICE(vf)->realized || CHPP_HCA(vf)->gone) {
-        return NULL;
-    }
-    return CHPP_HCA(vf);
-}
 
 /* The defaults, within what the PF itself has (a VF never has more). */
 void chpp_sriov_defaults(ChppHcaState *s)

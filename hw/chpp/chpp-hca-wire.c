@@ -1,15 +1,16 @@
 /*
- * chpp-hca: packet wire format and the loopback path.
+ * chpp-hca: the packet wire format, encoding and decoding.
  *
  * Every packet is encoded to the bytes of docs/wire-format.md and decoded
- * again before the receiver sees it, so loopback exercises exactly the
+ * again before the receiver sees it, loopback (chpp-hca-route.c) as well
+ * as link frames (chpp-hca-link.c), so loopback exercises exactly the
  * code a link peer (or a hostile one) will reach.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "chpp-hca-engine.h"
+#include "chpp-hca-datapath.h"
 #include "trace.h"
 
 #define CHPP_EXT_SIZE sizeof(struct chpp_wire_ext)
@@ -64,13 +65,13 @@ static void chpp_hdr_encode(const ChppPkt *pkt, uint8_t *h)
     stl_be_p(h + 12, (uint32_t)pkt->va & ~3u);
 }
 
-static size_t chpp_wire_len(const ChppPkt *pkt)
+size_t chpp_wire_len(const ChppPkt *pkt)
 {
     return CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + pkt->len;
 }
 
 /* Encode into @buf, chpp_wire_len() bytes. */
-static void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
+void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
 {
     struct chpp_wire_ext e;
 
@@ -130,8 +131,8 @@ static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
  * With @keep (a frame buffer holding @buf) the packet reads its payload in
  * the frame and keeps a reference, instead of copying it.
  */
-static ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
-                                      size_t len, GByteArray *keep)
+ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
+                               size_t len, GByteArray *keep)
 {
     struct chpp_wire_ext ext;
     const struct chpp_wire_ext *e = &ext;
@@ -206,7 +207,7 @@ ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len)
 }
 
 /* Bytes before the frame: room for the link's record header. */
-static size_t chpp_wire_headroom(ChppHcaState *s, const ChppPkt *pkt)
+size_t chpp_wire_headroom(ChppHcaState *s, const ChppPkt *pkt)
 {
     return pkt->dst_node == s->params.node_id ? 0 : CHPP_LINK_HEADROOM;
 }
@@ -220,118 +221,4 @@ uint8_t *chpp_wire_payload(ChppHcaState *s, ChppPkt *pkt, uint32_t len)
     pkt->frame = g_malloc(room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE + len);
     pkt->payload = pkt->frame + room + CHPP_WIRE_HDR_SIZE + CHPP_EXT_SIZE;
     return pkt->payload;
-}
-
-/* A node reaches itself by loopback and its peer over the link. */
-bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt)
-{
-    size_t room = chpp_wire_headroom(s, pkt);
-    size_t len = room + chpp_wire_len(pkt);
-    uint8_t *frame = pkt->frame ? pkt->frame : g_malloc(len);
-
-    /* The frame belongs to the queues now. */
-    pkt->frame = NULL;
-    pkt->src_node = s->params.node_id;
-    pkt->src_vf = s->func;
-    chpp_wire_encode_to(pkt, frame + room);
-    if (!room) {
-        /* Loopback, to any function of this adapter (DST-VF). */
-        ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
-
-        if (!to) {
-            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
-            g_free(frame);
-            return true;
-        }
-        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
-                          g_byte_array_new_take(frame, len));
-        chpp_pf(s)->tx_queued++;
-        chpp_engine_kick(to);
-    } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
-                               pkt->vc % CHPP_NUM_VCS,
-                               g_byte_array_new_take(frame, len))) {
-        /* Frames for the link carry room for the record header. */
-        trace_chpp_hca_pkt_no_route(pkt->dst_node);
-        return false;
-    }
-    chpp_count(s, CHPP_CNT_PKTS_TX);
-    trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
-                          pkt->psn, pkt->len);
-    return true;
-}
-
-bool chpp_wire_room(ChppHcaState *s, ChppQp *qp)
-{
-    ChppHcaState *pf = chpp_pf(s);
-
-    if (pf->tx_queued < CHPP_TX_QUEUE_MAX) {
-        return true;
-    }
-    qp->eng.tx_pending = true;
-    pf->tx_blocked = true;
-    return false;
-}
-
-/* Senders wait until the queues are half empty, then all resume. */
-void chpp_wire_dequeued(ChppHcaState *s)
-{
-    ChppHcaState *pf = chpp_pf(s);
-
-    if (pf->tx_queued) {
-        pf->tx_queued--;
-    }
-    if (pf->tx_blocked && pf->tx_queued < CHPP_TX_QUEUE_MAX / 2) {
-        chpp_engine_kick(pf);
-    }
-}
-
-/*
- * Responses and data (VC0) go first, so GETs never block their answers.
- * Loopback frames are decoded here; link frames were decoded on arrival.
- */
-ChppPkt *chpp_wire_next(ChppHcaState *s)
-{
-    unsigned vc;
-
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *ba;
-        ChppPkt *pkt = NULL;
-
-        while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
-            chpp_wire_dequeued(s);
-            chpp_count(s, CHPP_CNT_PKTS_RX);
-            /* Loopback: the payload stays in the frame, no second copy. */
-            pkt = chpp_wire_decode_keep(s, ba->data, ba->len, ba);
-            if (!pkt) {
-                g_byte_array_unref(ba);
-            }
-        }
-        if (!pkt && chpp_link_rx_ready(s)) {
-            pkt = g_queue_pop_head(s->link_rx[vc]);
-            if (pkt) {
-                chpp_link_consumed(chpp_pf(s), vc);
-            }
-        }
-        if (pkt) {
-            trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
-                                  pkt->dst_qpn, pkt->psn, pkt->len);
-            return pkt;
-        }
-    }
-    return NULL;
-}
-
-void chpp_wire_reset(ChppHcaState *s)
-{
-    unsigned vc;
-
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *ba;
-
-        while ((ba = g_queue_pop_head(s->wire_rx[vc]))) {
-            g_byte_array_unref(ba);
-            chpp_wire_dequeued(s);
-        }
-    }
 }

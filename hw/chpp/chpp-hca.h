@@ -7,6 +7,7 @@
 #define HW_CHPP_HCA_H
 
 #include "hw/pci/pci.h"
+#include "hw/pci/pcie_sriov.h"
 #include "qom/object.h"
 #include "qemu/timer.h"
 #include "sysemu/dma.h"
@@ -383,7 +384,63 @@ static inline uint32_t chpp_qpn(ChppHcaState *s, const ChppQp *qp)
     return qp - s->qps;
 }
 
-/* chpp-hca.c */
+/*
+ * Upcalls: how a lower layer tells a higher one that something changed,
+ * without calling up into it (docs/architecture.md).  chpp-hca-pci.c, at
+ * the top, joins them to their handlers.
+ */
+typedef struct ChppUpcalls {
+    /* chpp-hca-link.c -> chpp-hca-port.c: the link went up or down. */
+    void (*link_changed)(ChppHcaState *s);
+    /* chpp-hca-qp.c -> chpp-hca-engine.c: @qp left @old_state. */
+    void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
+} ChppUpcalls;
+extern const ChppUpcalls chpp_upcalls;
+
+/* The PF of @s's adapter (@s itself if it is the PF). */
+static inline ChppHcaState *chpp_pf(ChppHcaState *s)
+{
+    PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
+
+    return pf ? CHPP_HCA(pf) : s;
+}
+
+/* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
+static inline ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
+{
+    PCIDevice *vf;
+
+    if (fn == 0) {
+        return pf;
+    }
+    if (fn > pcie_sriov_num_vfs(PCI_DEVICE(pf))) {
+        return NULL;
+    }
+    vf = pcie_sriov_get_vf_at_index(PCI_DEVICE(pf), fn - 1);
+    if (!vf || !DEVICE(vf)->realized || CHPP_HCA(vf)->gone) {
+        return NULL;
+    }
+    return CHPP_HCA(vf);
+}
+
+/*
+ * Schedule @s's engine (chpp-hca-engine.c runs it): how every layer says
+ * "work arrived" without calling up into the engine.
+ */
+void chpp_engine_kick(ChppHcaState *s);
+
+/*
+ * Frames the functions of an adapter may have queued (loopback queues and
+ * the link backlog) before senders pause: memory stays bounded whatever
+ * the message sizes.
+ */
+#define CHPP_TX_QUEUE_MAX 256
+/* Room for one more data frame?  If not, the caller's QP waits. */
+bool chpp_tx_room(ChppHcaState *s, ChppQp *qp);
+/* A queued frame left the queues: senders resume when they half empty. */
+void chpp_tx_dequeued(ChppHcaState *s);
+
+/* chpp-hca-pci.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
 
 /*
@@ -497,8 +554,9 @@ uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn);
 
 /*
  * chpp-hca-engine.c: scheduling of the requester, responder, completer.
- * chpp-hca-qp.c calls chpp_engine_qp_transition() after every state change
- * (commands and chpp_qp_set_error), with the state the QP left.
+ * chpp-hca-qp.c calls chpp_upcalls.qp_transition (this function) after
+ * every state change (commands and chpp_qp_set_error), with the state the
+ * QP left.
  */
 void chpp_engine_init(ChppHcaState *s);
 /* Unrealize: nothing runs or fires any more; chpp_engine_fini() frees. */
@@ -570,8 +628,6 @@ extern ChppHcaState *chpp_hca_devices[CHPP_DEBUG_MAX_DEVICES];
 void chpp_debug_register(ChppHcaState *s, bool add);
 
 /* chpp-hca-sriov.c: SR-IOV functions, quotas and arbitration. */
-ChppHcaState *chpp_pf(ChppHcaState *s);
-ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn);
 void chpp_sriov_defaults(ChppHcaState *s);
 /* A VF count beyond its PF's own: its name, value (@val) and bound. */
 const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,

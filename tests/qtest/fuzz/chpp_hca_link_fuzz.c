@@ -7,7 +7,7 @@
  * region, RC, UC and UD queue pairs in RTS with receive WQEs posted), and
  * then, in a forked child per input, feeds it frames taken from the input.
  * The frames enter where every received frame enters (the per-VC receive
- * queue read by chpp_wire_next(), which decodes them with
+ * queue read by chpp_route_next(), which decodes them with
  * chpp_wire_decode()) and go on to the responder and completer exactly as
  * loopback and link frames do. No device code is duplicated here.
  *
@@ -45,7 +45,7 @@
 #include "tests/qtest/libqos/malloc-pc.h"
 #include "tests/qtest/chpp-hca-qtest.h"
 #include "chardev/char.h"
-#include "hw/chpp/chpp-hca-engine.h"
+#include "hw/chpp/chpp-hca-datapath.h"
 #include "fuzz.h"
 #include "fork_fuzz.h"
 

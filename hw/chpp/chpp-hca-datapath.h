@@ -1,12 +1,13 @@
 /*
- * chpp-hca: interfaces between the engine's parts (requester, responder,
- * completer, wire).  Private to hw/chpp/chpp-hca-{engine,req,resp,comp,
- * wire}.c.
+ * chpp-hca: the data path's types (packets, WQEs, in-flight entries) and
+ * the interfaces between its parts: requester, responder, completer, the
+ * wire format and routing, and the engine that schedules them.  Private to
+ * hw/chpp.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef HW_CHPP_HCA_ENGINE_H
-#define HW_CHPP_HCA_ENGINE_H
+#ifndef HW_CHPP_HCA_DATAPATH_H
+#define HW_CHPP_HCA_DATAPATH_H
 
 #include "chpp-hca.h"
 
@@ -86,16 +87,39 @@ typedef struct ChppWqe {
 #define CHPP_FIFO_QPN(e)    ((e) & 0xffffu)
 #define CHPP_FIFO_PI(e)     ((e) >> 16)
 
-/* chpp-hca-engine.c */
-void chpp_engine_kick(ChppHcaState *s);
+/* chpp-hca-sq.c: send WQEs, the in-flight list, send completions */
+/* Copy WQE @idx of @qp's SQ and check it; false with *status, *verr. */
+bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
+                    uint8_t *status, uint8_t *verr);
+/* Does a QP of @type (CHPP_QPT_*) take WQE opcode @op? */
+bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op);
+uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
+/* The send CQE of WQE sq_comp of @qp. */
+bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
+                   uint8_t opcode, uint8_t status, uint8_t verr,
+                   uint32_t byte_len);
+/* In-flight entry @i (0 = oldest) of @qp. */
+ChppInflight *chpp_sq_infl(ChppQp *qp, uint32_t i);
+/* The oldest in-flight entry, or NULL. */
+ChppInflight *chpp_sq_head(ChppQp *qp);
+/* Drop the oldest entry: WQE sq_comp is complete. */
+void chpp_sq_pop(ChppQp *qp);
+/* The oldest entry completes successfully (CQE if signaled). */
+void chpp_sq_success(ChppHcaState *s, ChppQp *qp);
+/* The oldest entry completes with @status and the QP fails. */
+void chpp_sq_fail_head(ChppHcaState *s, ChppQp *qp, uint8_t status,
+                       uint8_t verr);
+/*
+ * Complete in-flight WQEs acknowledged by @psn (before it, or at it if
+ * @inclusive), in order; a queued error reaching the head fails the QP.
+ */
+void chpp_sq_complete(ChppHcaState *s, ChppQp *qp, uint32_t psn,
+                      bool inclusive);
 
 /* chpp-hca-req.c */
 void chpp_req_run(ChppHcaState *s, ChppQp *qp);
-bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
-                    uint8_t *status, uint8_t *verr);
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp);
 void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
-uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode);
 /* Incoming state: the WQEs in flight of @qp (0 or chpp_refuse()). */
 int chpp_req_check_load(ChppHcaState *s, ChppQp *qp);
 
@@ -110,42 +134,36 @@ bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
 int chpp_resp_check_load(ChppHcaState *s, ChppQp *qp);
 
 /* chpp-hca-comp.c */
-/* The send CQE of WQE sq_comp of @qp. */
-bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
-                   uint8_t opcode, uint8_t status, uint8_t verr,
-                   uint32_t byte_len);
 void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt);
-void chpp_comp_complete(ChppHcaState *s, ChppQp *qp, uint32_t upto_psn,
-                        bool inclusive);
 void chpp_comp_timeout(ChppHcaState *s, ChppQp *qp);
 
-/*
- * Frames the functions of an adapter may have queued (loopback queues and
- * the link backlog) before senders pause: memory stays bounded whatever
- * the message sizes.
- */
-#define CHPP_TX_QUEUE_MAX 256
-
-/* chpp-hca-wire.c */
-/* Room for one more data frame?  If not, the caller's QP waits. */
-bool chpp_wire_room(ChppHcaState *s, ChppQp *qp);
-/* A queued frame left the queues. */
-void chpp_wire_dequeued(ChppHcaState *s);
+/* chpp-hca-wire.c: the wire format */
 void chpp_pkt_free(ChppPkt *pkt);
+/* Encoded length of @pkt (headers + payload). */
+size_t chpp_wire_len(const ChppPkt *pkt);
+/* Encode into @buf, chpp_wire_len() bytes. */
+void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf);
+uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len);
+/* Bytes before the frame: room for the link's record header. */
+size_t chpp_wire_headroom(ChppHcaState *s, const ChppPkt *pkt);
 /*
- * Room for @len payload bytes inside the frame chpp_wire_send() will send
+ * Room for @len payload bytes inside the frame chpp_route_send() will send
  * (pkt->frame): filling it, e.g. by DMA, saves a copy.  Set pkt's
- * destination first.  chpp_wire_send() takes the frame; g_free() it if
+ * destination first.  chpp_route_send() takes the frame; g_free() it if
  * the packet is not sent.
  */
 uint8_t *chpp_wire_payload(ChppHcaState *s, ChppPkt *pkt, uint32_t len);
-/* Encode and send; false if the destination is unreachable. */
-bool chpp_wire_send(ChppHcaState *s, ChppPkt *pkt);
-/* Take one received frame (VC0 first); NULL when idle. */
-ChppPkt *chpp_wire_next(ChppHcaState *s);
-void chpp_wire_reset(ChppHcaState *s);
 /* Frame bytes -> packet; NULL (counted) if malformed. */
 ChppPkt *chpp_wire_decode(ChppHcaState *s, const uint8_t *buf, size_t len);
-uint8_t *chpp_wire_encode(const ChppPkt *pkt, size_t *len);
+/* The same, the payload left in @keep's bytes (@keep referenced). */
+ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
+                               size_t len, GByteArray *keep);
+
+/* chpp-hca-route.c: loopback or link, and received frames */
+/* Encode and send; false if the destination is unreachable. */
+bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt);
+/* Take one received frame (VC0 first); NULL when idle. */
+ChppPkt *chpp_route_next(ChppHcaState *s);
+void chpp_route_reset(ChppHcaState *s);
 
 #endif

@@ -25,6 +25,11 @@
 #define CHPP_MAX_CMD_LATENCY_NS (10 * NANOSECONDS_PER_SECOND)
 
 /* Device state back to its reset values; PCI config space is untouched. */
+const ChppUpcalls chpp_upcalls = {
+    .link_changed = chpp_port_link_changed,
+    .qp_transition = chpp_engine_qp_transition,
+};
+
 void chpp_hca_soft_reset(ChppHcaState *s)
 {
     trace_chpp_hca_reset();

@@ -1,0 +1,100 @@
+/*
+ * chpp-hca: where frames go.  A packet for this node's own functions is
+ * queued for them as an encoded frame (loopback), one for another node
+ * goes to the link; each function's engine takes received frames here,
+ * loopback and link, VC0 first.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "chpp-hca-datapath.h"
+#include "trace.h"
+
+/* A node reaches itself by loopback and its peer over the link. */
+bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
+{
+    size_t room = chpp_wire_headroom(s, pkt);
+    size_t len = room + chpp_wire_len(pkt);
+    uint8_t *frame = pkt->frame ? pkt->frame : g_malloc(len);
+
+    /* The frame belongs to the queues now. */
+    pkt->frame = NULL;
+    pkt->src_node = s->params.node_id;
+    pkt->src_vf = s->func;
+    chpp_wire_encode_to(pkt, frame + room);
+    if (!room) {
+        /* Loopback, to any function of this adapter (DST-VF). */
+        ChppHcaState *to = chpp_function(chpp_pf(s), pkt->dst_vf);
+
+        if (!to) {
+            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
+            trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
+            g_free(frame);
+            return true;
+        }
+        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
+                          g_byte_array_new_take(frame, len));
+        chpp_pf(s)->tx_queued++;
+        chpp_engine_kick(to);
+    } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
+                               pkt->vc % CHPP_NUM_VCS,
+                               g_byte_array_new_take(frame, len))) {
+        /* Frames for the link carry room for the record header. */
+        trace_chpp_hca_pkt_no_route(pkt->dst_node);
+        return false;
+    }
+    chpp_count(s, CHPP_CNT_PKTS_TX);
+    trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
+                          pkt->psn, pkt->len);
+    return true;
+}
+
+/*
+ * Responses and data (VC0) go first, so GETs never block their answers.
+ * Loopback frames are decoded here; link frames were decoded on arrival.
+ */
+ChppPkt *chpp_route_next(ChppHcaState *s)
+{
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GByteArray *ba;
+        ChppPkt *pkt = NULL;
+
+        while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
+            chpp_tx_dequeued(s);
+            chpp_count(s, CHPP_CNT_PKTS_RX);
+            /* Loopback: the payload stays in the frame, no second copy. */
+            pkt = chpp_wire_decode_keep(s, ba->data, ba->len, ba);
+            if (!pkt) {
+                g_byte_array_unref(ba);
+            }
+        }
+        if (!pkt && chpp_link_rx_ready(s)) {
+            pkt = g_queue_pop_head(s->link_rx[vc]);
+            if (pkt) {
+                chpp_link_consumed(chpp_pf(s), vc);
+            }
+        }
+        if (pkt) {
+            trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
+                                  pkt->dst_qpn, pkt->psn, pkt->len);
+            return pkt;
+        }
+    }
+    return NULL;
+}
+
+void chpp_route_reset(ChppHcaState *s)
+{
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GByteArray *ba;
+
+        while ((ba = g_queue_pop_head(s->wire_rx[vc]))) {
+            g_byte_array_unref(ba);
+            chpp_tx_dequeued(s);
+        }
+    }
+}
