@@ -19,10 +19,6 @@
 #include "hw/chpp/chpp-hca-abi.h"
 #include "chpp_uverbs_abi.h"
 
-#ifdef __BIG_ENDIAN
-#error "chpp_hca: the ABI structures are little-endian; only LE guests are supported"
-#endif
-
 #define DRV_NAME "chpp_hca"
 
 /* qp_num exported to ib_core = magic << 12 | device QPN (see docs/guest-driver.md). */
@@ -60,6 +56,25 @@ struct chpp_eq {
 	spinlock_t lock;
 };
 
+/*
+ * QUERY_FW and QUERY_DEV_CAP as the driver uses them: the mailboxes'
+ * little-endian fields in CPU byte order (chpp_query_caps()).
+ */
+struct chpp_fw {
+	u16 fw_major, fw_minor, fw_subminor;
+	u16 abi_major, abi_minor;
+};
+
+struct chpp_caps {
+	u32 flags;		/* CHPP_DEV_CAP_FLAG_* */
+	u16 func, node_id;
+	u8 num_ports;
+	u32 num_uar_pages, num_msix;
+	u32 max_eqs, max_cqs, max_cq_entries, max_qps, max_qp_wqes;
+	u32 max_mpts, max_mtt_entries, max_pds, max_sge, max_inline;
+	u64 page_size_cap;
+};
+
 struct chpp_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -67,8 +82,8 @@ struct chpp_dev {
 	void __iomem *uar_base;		/* BAR2 */
 	void __iomem *uar;		/* BAR2, kernel UAR page */
 	resource_size_t uar_phys;	/* BAR2 start */
-	struct chpp_dev_cap caps;
-	struct chpp_fw_info fw;
+	struct chpp_caps caps;
+	struct chpp_fw fw;
 	u16 node_id;
 	u64 port_guid;
 	bool ib_registered;

@@ -22,7 +22,7 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 			     struct ib_udata *udata)
 {
 	struct chpp_dev *dev = to_cdev(ibdev);
-	const struct chpp_dev_cap *c = &dev->caps;
+	const struct chpp_caps *c = &dev->caps;
 
 	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
@@ -71,16 +71,16 @@ static int chpp_query_port(struct ib_device *ibdev, u32 port,
 	a->phys_state = pi.phys_state;
 	a->max_mtu = pi.max_mtu;
 	a->active_mtu = pi.active_mtu;
-	a->lid = pi.lid;
+	a->lid = le16_to_cpu(pi.lid);
 	a->sm_lid = 0;
 	a->lmc = 0;
-	a->gid_tbl_len = pi.gid_tbl_len;
-	a->pkey_tbl_len = pi.pkey_tbl_len;
-	a->max_msg_sz = pi.max_msg_size;
+	a->gid_tbl_len = le32_to_cpu(pi.gid_tbl_len);
+	a->pkey_tbl_len = le32_to_cpu(pi.pkey_tbl_len);
+	a->max_msg_sz = le32_to_cpu(pi.max_msg_size);
 	a->port_cap_flags = 0;
 	a->active_width = pi.link_width;
 	a->active_speed = pi.link_speed;
-	a->subnet_prefix = pi.gid_prefix;
+	a->subnet_prefix = le64_to_cpu(pi.gid_prefix);
 	return 0;
 }
 
@@ -190,13 +190,13 @@ static int chpp_mpt_create(struct chpp_dev *dev, struct chpp_mr *mr, u32 pdn,
 	if (idx < 0)
 		return idx;
 	key = ((u32)idx << CHPP_KEY_INDEX_SHIFT) | ++dev->mpt_tag[idx];
-	ctx.flags = flags;
-	ctx.key = key;
-	ctx.pd = pdn;
+	ctx.flags = cpu_to_le32(flags);
+	ctx.key = cpu_to_le32(key);
+	ctx.pd = cpu_to_le32(pdn);
 	ctx.log_page_size = log_ps;
-	ctx.start = start;
-	ctx.length = len;
-	ctx.mtt_base = mr->mtt_base;
+	ctx.start = cpu_to_le64(start);
+	ctx.length = cpu_to_le64(len);
+	ctx.mtt_base = cpu_to_le32(mr->mtt_base);
 	err = chpp_cmd_in(dev, CHPP_CMD_SW2HW_MPT, idx, &ctx, sizeof(ctx));
 	if (err) {
 		ida_free(&dev->mpt_ida, idx);

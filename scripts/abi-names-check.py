@@ -32,8 +32,9 @@ KINDS = {
     "EVENT": ("CHPP_EVENT_", "chpp_event_name"),
     "QPS": ("CHPP_QPS_", "chpp_qp_state_name"),
 }
-SOURCES = ["hw/chpp/*.[ch]", "guest-driver/*.[ch]", "guest-driver/provider/*.[ch]",
-           "guest-driver/user/*.[ch]", "tests/vfio/*.c", "scripts/gdb/*.py"]
+SOURCES = ["hw/chpp/*.[ch]", "guest-driver/*.[ch]", "guest-driver/common/*.[ch]",
+           "guest-driver/provider/*.[ch]", "guest-driver/user/*.[ch]",
+           "tests/vfio/*.c", "scripts/gdb/*.py"]
 
 errors = []
 
