@@ -28,6 +28,12 @@
 #define CHPP_KERNEL_UAR		0
 #define CHPP_EQ_ENTRIES		256
 #define CHPP_CMD_TIMEOUT_MS	10000
+/*
+ * Device counters shown as hw_counters (chpp_ib.c); the names of
+ * CHPP_CNT_LIST are at most 18 characters.
+ */
+#define CHPP_NUM_HW_STATS	3
+#define CHPP_HW_STAT_NAME_LEN	32
 
 struct chpp_mbox {
 	void *buf;
@@ -118,6 +124,9 @@ struct chpp_dev {
 	/* doorbells the FIFO lost: QUERY_DB_LOST, then RING_SQ per QP */
 	struct work_struct db_lost_work;
 	struct dentry *dbg;
+	/* hw_counters: the device counters' names, in lower case */
+	char stat_name[CHPP_NUM_HW_STATS][CHPP_HW_STAT_NAME_LEN];
+	struct rdma_stat_desc stat_desc[CHPP_NUM_HW_STATS];
 };
 
 struct chpp_ucontext {

@@ -11,6 +11,7 @@
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
+#include <linux/string_helpers.h>
 #include "chpp_hca.h"
 
 static bool global_rkey_atomic;
@@ -328,25 +329,26 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 /*
  * Device counters in /sys/class/infiniband/<dev>/hw_counters/ (and rdma
  * statistic): the doorbell ones, so that lost doorbells can be seen from
- * user space (devmem cannot map a BAR the driver holds).
+ * user space (devmem cannot map a BAR the driver holds). Their names are
+ * the ABI's (chpp_counter_name()) in lower case: "db_fifo_overflow".
  */
-static const u32 chpp_stat_cnt[] = {
+static const u32 chpp_stat_cnt[CHPP_NUM_HW_STATS] = {
 	CHPP_CNT_DB_FIFO_OVERFLOW,
 	CHPP_CNT_DB_ERRORS,
 	CHPP_CNT_EVENTS_DROPPED,
 };
 
-static const struct rdma_stat_desc chpp_stat_desc[] = {
-	{ .name = "db_fifo_overflow" },
-	{ .name = "db_errors" },
-	{ .name = "events_dropped" },
-};
-
 static struct rdma_hw_stats *chpp_alloc_hw_device_stats(struct ib_device *ibdev)
 {
-	BUILD_BUG_ON(ARRAY_SIZE(chpp_stat_cnt) != ARRAY_SIZE(chpp_stat_desc));
-	return rdma_alloc_hw_stats_struct(chpp_stat_desc,
-					  ARRAY_SIZE(chpp_stat_desc),
+	struct chpp_dev *dev = to_cdev(ibdev);
+	int i;
+
+	for (i = 0; i < CHPP_NUM_HW_STATS; i++) {
+		string_lower(dev->stat_name[i],
+			     chpp_counter_name(chpp_stat_cnt[i]));
+		dev->stat_desc[i].name = dev->stat_name[i];
+	}
+	return rdma_alloc_hw_stats_struct(dev->stat_desc, CHPP_NUM_HW_STATS,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -356,9 +358,9 @@ static int chpp_get_hw_stats(struct ib_device *ibdev,
 	struct chpp_dev *dev = to_cdev(ibdev);
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(chpp_stat_cnt); i++)
+	for (i = 0; i < CHPP_NUM_HW_STATS; i++)
 		stats->value[i] = chpp_rd(dev, CHPP_REG_CNT(chpp_stat_cnt[i]));
-	return ARRAY_SIZE(chpp_stat_cnt);
+	return CHPP_NUM_HW_STATS;
 }
 
 const struct ib_device_ops chpp_dev_ops = {

@@ -160,53 +160,91 @@ typedef uint64_t chpp_le64;
 #define CHPP_EQ_DB_CI_MASK          0x00ffffffu
 #define CHPP_EQ_DB_ARM              (1u << 31)
 
+/*
+ * Names.  The lists below (counters, commands, status codes, port states,
+ * event types, QP states and types) are X-macro lists: X(NAME, value)
+ * gives the enumerator CHPP_<kind>_NAME = value and the name "NAME" that
+ * chpp_*_name() returns, so the device, the driver, the provider, the
+ * tests and the gdb helper print the same names and state them nowhere
+ * else.  scripts/gdb/chpp_abi.py parses them too: keep one X() per line.
+ */
+/* Builders of the enums and name lookups from the lists. */
+#define CHPP_ABI_ENUM_CMD(name, val)    CHPP_CMD_##name = (val),
+#define CHPP_ABI_ENUM_STAT(name, val)   CHPP_STAT_##name = (val),
+#define CHPP_ABI_ENUM_EVENT(name, val)  CHPP_EVENT_##name = (val),
+#define CHPP_ABI_ENUM_QPS(name, val)    CHPP_QPS_##name = (val),
+#define CHPP_ABI_ENUM_QPT(name, val)    CHPP_QPT_##name = (val),
+#define CHPP_ABI_ENUM_PORT(name, val)   CHPP_PORT_##name = (val),
+#define CHPP_ABI_ENUM_CNT(name, val)    CHPP_CNT_##name = (val),
+#define CHPP_ABI_NAME_CASE(name, val)   case (val): return #name;
+#define CHPP_ABI_COUNT(name, val)       + 1
+/*
+ * chpp_<kind>_name(value): the name, or NULL for a value not in the list
+ * (the caller picks its own fallback).  A switch, so a value listed twice
+ * fails to compile.
+ */
+#define CHPP_ABI_NAME_FN(fn, list) \
+    static inline const char *fn(unsigned int value) \
+    { \
+        switch (value) { \
+        list(CHPP_ABI_NAME_CASE) \
+        } \
+        return (void *)0; \
+    }
+
 /* Counters: read-only, 32-bit, wrap, cleared by reset. */
 #define CHPP_REG_CNT_BASE           0x0800
 #define CHPP_REG_CNT(idx)           (CHPP_REG_CNT_BASE + 4 * (idx))
+#define CHPP_CNT_LIST(X) \
+    X(CMDS, 0)                  /* commands executed */ \
+    X(CMD_ERRORS, 1)            /* commands completed with status != OK */ \
+    X(CMD_REJECTED, 2)          /* go written while a command was running */ \
+    X(GUEST_ERRORS, 3)          /* every logged guest error */ \
+    X(EVENTS, 4)                /* EQEs written */ \
+    X(EVENTS_DROPPED, 5)        /* events lost: no EQ, EQ overrun, DMA */ \
+    X(IRQS, 6)                  /* MSI-X messages sent */ \
+    X(IRQS_MASKED, 7)           /* interrupts not sent: MSI-X disabled */ \
+    X(DB_ERRORS, 8)             /* malformed doorbells */ \
+    X(DMA_ERRORS, 9)            /* DMA accesses that failed */ \
+    X(DB_FIFO_OVERFLOW, 10)     /* SQ doorbells lost: FIFO full */ \
+    X(CQES, 11)                 /* CQEs written */ \
+    X(CQES_DROPPED, 12)         /* CQEs lost: CQ overrun or stopped */ \
+    X(WQES, 13)                 /* send WQEs started */ \
+    X(PKTS_TX, 14)              /* packets sent (loopback included) */ \
+    X(PKTS_RX, 15)              /* packets received */ \
+    X(PKTS_DROPPED, 16)         /* received packets dropped, any reason */ \
+    X(MAGIC_DROPS, 17)          /* ... of which: QP Magic mismatch */ \
+    X(RETRANSMITS, 18)          /* requests sent again (timeout, NAK) */ \
+    X(RNR_NAKS, 19)             /* RNR NAKs received */ \
+    X(PKTS_MALFORMED, 20)       /* received frames that failed decoding */ \
+    X(LINK_TX_FRAMES, 21)       /* frames written to the link */ \
+    X(LINK_RX_FRAMES, 22)       /* frames read from the link */ \
+    X(LINK_DOWN_DROPS, 23)      /* frames for the peer, link down */ \
+    X(LINK_BAD_RECORDS, 24)     /* link protocol errors (connection cut) */ \
+    X(LINK_CREDIT_ERRORS, 25)   /* frames beyond the credits we granted */ \
+    X(LINK_REFUSED, 26)         /* handshakes refused (either side) */ \
+    X(LINK_UPS, 27)             /* link up transitions */ \
+    X(LINK_DOWNS, 28)           /* link down transitions */ \
+    X(FAULT_DROPS, 29)          /* frames dropped by fault injection */ \
+    X(FAULT_CORRUPTS, 30)       /* frames corrupted by fault injection */ \
+    X(FAULT_DUPS, 31)           /* frames duplicated by fault injection */ \
+    X(FAULT_DELAYS, 32)         /* frames delayed by fault injection */ \
+    /* ABI 1.4 */ \
+    X(DMA_REFUSED, 33)          /* DMA/MSI-X to non-RAM targets refused */ \
+    /* the link's defences against a hostile peer */ \
+    X(LINK_SPOOFED, 34)         /* frames not from or for the peer, dropped */ \
+    X(LINK_MAGIC_CUTS, 35)      /* connections cut: QP magics guessed */ \
+    X(LINK_RX_PAUSES, 36)       /* backlog full: peer's frames held back */ \
+    X(LINK_OUTQ_FULL, 37)       /* write queue full: frames, credits wait */
+
 enum chpp_counter {
-    CHPP_CNT_CMDS = 0,          /* commands executed */
-    CHPP_CNT_CMD_ERRORS,        /* commands completed with status != OK */
-    CHPP_CNT_CMD_REJECTED,      /* go written while a command was running */
-    CHPP_CNT_GUEST_ERRORS,      /* every logged guest error */
-    CHPP_CNT_EVENTS,            /* EQEs written */
-    CHPP_CNT_EVENTS_DROPPED,    /* events lost: no EQ, EQ overrun, DMA */
-    CHPP_CNT_IRQS,              /* MSI-X messages sent */
-    CHPP_CNT_IRQS_MASKED,       /* interrupts not sent: MSI-X disabled */
-    CHPP_CNT_DB_ERRORS,         /* malformed doorbells */
-    CHPP_CNT_DMA_ERRORS,        /* DMA accesses that failed */
-    CHPP_CNT_DB_FIFO_OVERFLOW,  /* SQ doorbells lost: FIFO full */
-    CHPP_CNT_CQES,              /* CQEs written */
-    CHPP_CNT_CQES_DROPPED,      /* CQEs lost: CQ overrun or stopped */
-    CHPP_CNT_WQES,              /* send WQEs started */
-    CHPP_CNT_PKTS_TX,           /* packets sent (loopback included) */
-    CHPP_CNT_PKTS_RX,           /* packets received */
-    CHPP_CNT_PKTS_DROPPED,      /* received packets dropped, any reason */
-    CHPP_CNT_MAGIC_DROPS,       /* ... of which: QP Magic mismatch */
-    CHPP_CNT_RETRANSMITS,       /* requests sent again (timeout, NAK) */
-    CHPP_CNT_RNR_NAKS,          /* RNR NAKs received */
-    CHPP_CNT_PKTS_MALFORMED,    /* received frames that failed decoding */
-    CHPP_CNT_LINK_TX_FRAMES,    /* frames written to the link */
-    CHPP_CNT_LINK_RX_FRAMES,    /* frames read from the link */
-    CHPP_CNT_LINK_DOWN_DROPS,   /* frames for the peer while the link is down */
-    CHPP_CNT_LINK_BAD_RECORDS,  /* link protocol errors (connection cut) */
-    CHPP_CNT_LINK_CREDIT_ERRORS,/* frames beyond the credits we granted */
-    CHPP_CNT_LINK_REFUSED,      /* handshakes refused (either side) */
-    CHPP_CNT_LINK_UPS,          /* link up transitions */
-    CHPP_CNT_LINK_DOWNS,        /* link down transitions */
-    CHPP_CNT_FAULT_DROPS,       /* frames dropped by fault injection */
-    CHPP_CNT_FAULT_CORRUPTS,    /* frames corrupted by fault injection */
-    CHPP_CNT_FAULT_DUPS,        /* frames duplicated by fault injection */
-    CHPP_CNT_FAULT_DELAYS,      /* frames delayed by fault injection */
-    /* ABI 1.4 */
-    CHPP_CNT_DMA_REFUSED,       /* DMA/MSI-X to non-RAM targets refused */
-    /* the link's defences against a hostile peer */
-    CHPP_CNT_LINK_SPOOFED,      /* frames not from the peer's node or not
-                                   for this node, dropped */
-    CHPP_CNT_LINK_MAGIC_CUTS,   /* connections cut: QP magics guessed */
-    CHPP_CNT_LINK_RX_PAUSES,    /* backlog full: peer's frames held back */
-    CHPP_CNT_LINK_OUTQ_FULL,    /* write queue full: frames, credits wait */
+    CHPP_CNT_LIST(CHPP_ABI_ENUM_CNT)
     CHPP_CNT_NUM
 };
+#define CHPP_CNT_COUNT              (0 CHPP_CNT_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_counter_name, CHPP_CNT_LIST)
+/* Dense 0..NUM - 1: a counter indexes the registers and QUERY_STATS. */
+_Static_assert(CHPP_CNT_COUNT == CHPP_CNT_NUM, "counters are 0..NUM - 1");
 
 /* MSI-X table and PBA live in BAR0. */
 #define CHPP_MSIX_TABLE_OFFSET      0x2000
@@ -221,13 +259,7 @@ enum chpp_counter {
 #define CHPP_UAR_PAGE_SIZE          (1u << CHPP_UAR_PAGE_SHIFT)
 #define CHPP_MAX_UAR_PAGES          1024
 
-/*
- * Commands.  The lists below (commands, status codes, event types, QP
- * states) are X-macro lists: X(NAME, value) gives the enumerator
- * CHPP_<kind>_NAME = value and the name "NAME" that chpp_*_name() returns,
- * so the device, the driver, the provider and the tests print the same
- * names.  scripts/gdb/chpp_abi.py parses them too: keep one X() per line.
- */
+/* Commands (an X-macro list, see "Names" above). */
 #define CHPP_CMD_LIST(X) \
     X(QUERY_DEV_CAP,    0x003) \
     X(QUERY_FW,         0x004) \
@@ -266,27 +298,6 @@ enum chpp_counter {
     X(QUERY_STATS,      0x060) \
     X(SET_VF_RES,       0x061)      /* PF only */ \
     X(QUERY_VF_RES,     0x062)      /* PF only */
-
-/* Builders of the enums and name lookups from the lists. */
-#define CHPP_ABI_ENUM_CMD(name, val)    CHPP_CMD_##name = (val),
-#define CHPP_ABI_ENUM_STAT(name, val)   CHPP_STAT_##name = (val),
-#define CHPP_ABI_ENUM_EVENT(name, val)  CHPP_EVENT_##name = (val),
-#define CHPP_ABI_ENUM_QPS(name, val)    CHPP_QPS_##name = (val),
-#define CHPP_ABI_NAME_CASE(name, val)   case (val): return #name;
-#define CHPP_ABI_COUNT(name, val)       + 1
-/*
- * chpp_<kind>_name(value): the name, or NULL for a value not in the list
- * (the caller picks its own fallback).  A switch, so a value listed twice
- * fails to compile.
- */
-#define CHPP_ABI_NAME_FN(fn, list) \
-    static inline const char *fn(unsigned int value) \
-    { \
-        switch (value) { \
-        list(CHPP_ABI_NAME_CASE) \
-        } \
-        return (void *)0; \
-    }
 
 enum chpp_opcode {
     CHPP_CMD_LIST(CHPP_ABI_ENUM_CMD)
@@ -414,12 +425,16 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_stats, CHPP_MAILBOX_SIZE);
 
 /* Ports. */
 #define CHPP_NUM_PORTS              1
+#define CHPP_PORT_LIST(X) \
+    X(DOWN,             1) \
+    X(INIT,             2) \
+    X(ARMED,            3) \
+    X(ACTIVE,           4)
+
 enum chpp_port_state {          /* InfiniBand PortState values */
-    CHPP_PORT_DOWN      = 1,
-    CHPP_PORT_INIT      = 2,
-    CHPP_PORT_ARMED     = 3,
-    CHPP_PORT_ACTIVE    = 4,
+    CHPP_PORT_LIST(CHPP_ABI_ENUM_PORT)
 };
+CHPP_ABI_NAME_FN(chpp_port_state_name, CHPP_PORT_LIST)
 enum chpp_port_phys_state {     /* InfiniBand PortPhysicalState values */
     CHPP_PORT_PHYS_POLLING  = 2,
     CHPP_PORT_PHYS_DISABLED = 3,
@@ -866,11 +881,15 @@ CHPP_ABI_NAME_FN(chpp_qp_state_name, CHPP_QPS_LIST)
 /* Dense 0..ERR, so a state indexes tables (QP_STATES in the gdb helper). */
 _Static_assert(CHPP_QPS_COUNT == CHPP_QPS_ERR + 1, "QP states are 0..ERR");
 
+#define CHPP_QPT_LIST(X) \
+    X(RC,               0) \
+    X(UC,               1) \
+    X(UD,               2)
+
 enum chpp_qp_type {
-    CHPP_QPT_RC     = 0,
-    CHPP_QPT_UC     = 1,
-    CHPP_QPT_UD     = 2,
+    CHPP_QPT_LIST(CHPP_ABI_ENUM_QPT)
 };
+CHPP_ABI_NAME_FN(chpp_qp_type_name, CHPP_QPT_LIST)
 
 /* Attribute mask of modify-QP commands (= enum ib_qp_attr_mask bits). */
 #define CHPP_QP_ATTR_STATE          (1u << 0)   /* never set: implied */
