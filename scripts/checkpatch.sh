@@ -32,7 +32,8 @@ for f in hw/chpp/*.[ch] include/hw/chpp/*.h tests/qtest/chpp-hca*.[ch] \
          tests/qtest/fuzz/chpp*.c tests/vfio/*.c; do
     [ -f "$f" ] && check "$QEMU_CP" "$f"
 done
-for f in guest-driver/*.[ch] guest-driver/user/*.[ch] guest-driver/provider/*.[ch]; do
+for f in guest-driver/*.[ch] guest-driver/common/*.[ch] guest-driver/user/*.[ch] \
+         guest-driver/provider/*.[ch]; do
     case "$f" in *.mod.c) continue ;; esac
     check "$KERNEL_CP" "$f"
 done

@@ -170,8 +170,7 @@ if [ "$NESTED" = 0 ]; then
 fi
 if [ "$VFIO" = 1 ]; then
     # The VFIO test program, static so that it runs on busybox alone.
-    gcc -static -O2 -Wall -Werror -I"$CHPP_ROOT/include" \
-        -o "$ROOT/bin/chpp-vfio-test" "$CHPP_ROOT/tests/vfio/chpp-vfio-test.c" ||
+    make -s -C "$CHPP_ROOT/tests/vfio" O="$ROOT/bin" ||
         chpp_die "building tests/vfio/chpp-vfio-test.c failed"
     install -m 0755 "$CHPP_ROOT/scripts/vfio-init.sh" "$ROOT/vfio-init.sh"
 fi

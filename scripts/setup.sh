@@ -32,6 +32,9 @@ PACKAGES=(
     libibverbs-dev
     # debugging: gdb and its Python (scripts/gdb/chpp-hca.py)
     gdb
+    # the 'sparse' lint (scripts/sparse-check.sh): byte order of the ABI's
+    # __le fields in the guest driver and user space
+    sparse
     # sanitizer and fuzzing builds (build-qemu.sh --asan/--fuzz): clang, its
     # runtimes (ASan, UBSan, libFuzzer) and llvm-symbolizer for the reports
     clang libclang-rt-14-dev llvm
