@@ -129,7 +129,8 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         chpp_psn_diff(pkt->psn, e->last_psn) > 0 ||
         (uint64_t)pkt->offset + pkt->len > e->length) {
         /* Not the response we wait for: go-back-N will ask again. */
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected GET response");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "unexpected GET response");
         return;
     }
     /*
@@ -171,7 +172,8 @@ static void chpp_comp_atomic_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     e = chpp_head(qp);
     if (!e || e->first_psn != pkt->psn ||
         (e->opcode != CHPP_WQE_ATOMIC_CS && e->opcode != CHPP_WQE_ATOMIC_FA)) {
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected atomic response");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "unexpected atomic response");
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
@@ -252,13 +254,15 @@ void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
         pkt->src_node != qp->dest_node || pkt->src_qpn != qp->dest_qpn ||
         pkt->src_vf != qp->dest_vf) {
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "response for no connection");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "response for no connection");
         return;
     }
     if (pkt->magic != qp->magic) {
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         chpp_count(s, CHPP_CNT_MAGIC_DROPS);
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "QP magic mismatch");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "QP magic mismatch");
         if (pkt->from_link) {
             chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
         }
@@ -312,6 +316,7 @@ bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
         .flags = CHPP_CQE_FLAG_SEND,
     };
 
-    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
+    trace_chpp_hca_send_cqe(s->func, chpp_qpn(s, qp), wr_id, opcode, status,
+                            verr);
     return chpp_cq_post(s, qp->send_cqn, &cqe, false);
 }

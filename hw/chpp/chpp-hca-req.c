@@ -85,8 +85,8 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
     memcpy(&w->ctrl, buf, sizeof(w->ctrl));
     w->ctrl.imm = le32_to_cpu(w->ctrl.imm);
     w->ctrl.wr_id = le64_to_cpu(w->ctrl.wr_id);
-    trace_chpp_hca_wqe(chpp_qpn(s, qp), idx, w->ctrl.opcode, w->ctrl.flags,
-                       w->ctrl.num_sge);
+    trace_chpp_hca_wqe(s->func, chpp_qpn(s, qp), idx, w->ctrl.opcode,
+                       w->ctrl.flags, w->ctrl.num_sge);
 
     if (!chpp_wqe_opcode_ok(qp->type, w->ctrl.opcode) ||
         w->ctrl.flags & ~(CHPP_WQE_SIGNALED | CHPP_WQE_SOLICITED |
