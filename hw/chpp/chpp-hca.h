@@ -14,6 +14,7 @@
 #include "sysemu/runstate.h"
 #include "chardev/char-fe.h"
 #include "hw/chpp/chpp-hca-abi.h"
+#include "hw/chpp/chpp-wire.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
 OBJECT_DECLARE_SIMPLE_TYPE(ChppHcaState, CHPP_HCA)
