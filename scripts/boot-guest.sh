@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot a small Linux guest (Debian's kernel + a busybox initramfs) on the
 # freshly built QEMU with one chpp-hca behind a PCIe root port, and print the
-# guest's PCI listing (see scripts/guest-init.sh for the format).
+# guest's PCI listing (see scripts/guest/guest-init.sh for the format).
 #
 #   scripts/boot-guest.sh [options] [-- extra QEMU args...]
 #
@@ -22,7 +22,7 @@
 # gdb on :1234, or "-- -trace 'chpp_hca_*'". The console is saved in
 # build/guest/console.log. Needs a built QEMU (scripts/build-qemu.sh).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 VENDOR=$(chpp_abi_define CHPP_PCI_VENDOR_ID)
 DEVICE_ID=$(chpp_abi_define CHPP_PCI_DEVICE_ID_PF)
@@ -62,7 +62,7 @@ fi
 
 # --- initramfs: busybox + /init, rebuilt when either changes ---------------------
 build_initramfs() {
-    local busybox=/bin/busybox init="$CHPP_ROOT/scripts/guest-init.sh"
+    local busybox=/bin/busybox init="$CHPP_ROOT/scripts/guest/guest-init.sh"
     local root="$GUEST/initramfs" stamp="$GUEST/initramfs.stamp" want
     [ -x "$busybox" ] || chpp_die "no $busybox; run scripts/setup.sh (busybox-static)"
     want="$(sha256sum "$busybox" "$init" | cut -d' ' -f1 | tr '\n' ' ')"

@@ -45,8 +45,8 @@
 # <run dir>/mon1.sock, mon2.sock (printed at start). Exit status 0 only when
 # every guest reports "chpp-guest: RESULT PASS".
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-. "$CHPP_ROOT/scripts/guest-rdma.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+. "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0
@@ -118,7 +118,7 @@ flock "$GUEST/driver-build.lock" \
 # --- initramfs: busybox, /init, modules in dependency order ----------------------
 # Modules the guests need, by name; their dependencies are added first.
 WANT=(ib_core ib_uverbs virtio_pci virtio_net)
-# soft-RoCE, the verbs benchmark's baseline (scripts/bench-verbs.sh)
+# soft-RoCE, the verbs benchmark's baseline (scripts/lib/bench-verbs.sh)
 # (its CRC32, looked up by name, is a module of its own here)
 [ "$NESTED" = 1 ] || WANT+=(crc32_generic rdma_rxe)
 # VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
@@ -141,7 +141,7 @@ mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
 cp /bin/busybox "$ROOT/bin/busybox"
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
 ln -s busybox "$ROOT/bin/sh"
-install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
+install -m 0755 "$CHPP_ROOT/scripts/guest/pair-init.sh" "$ROOT/init"
 for m in "${ORDER[@]}"; do
     f=$(modinfo -k "$KVER" -n "$m")
     case "$f" in
@@ -166,14 +166,14 @@ install_verbs() {
 }
 if [ "$NESTED" = 0 ]; then
     install_verbs "$ROOT"
-    install -m 0644 "$CHPP_ROOT/scripts/verbs-init.sh" "$ROOT/verbs-init.sh"
+    install -m 0644 "$CHPP_ROOT/scripts/guest/verbs-init.sh" "$ROOT/verbs-init.sh"
 fi
 if [ "$VFIO" = 1 ]; then
     # The VFIO test program, static so that it runs on busybox alone.
     gcc -static -O2 -Wall -Werror -I"$CHPP_ROOT/include" \
         -o "$ROOT/bin/chpp-vfio-test" "$CHPP_ROOT/tests/vfio/chpp-vfio-test.c" ||
         chpp_die "building tests/vfio/chpp-vfio-test.c failed"
-    install -m 0755 "$CHPP_ROOT/scripts/vfio-init.sh" "$ROOT/vfio-init.sh"
+    install -m 0755 "$CHPP_ROOT/scripts/guest/vfio-init.sh" "$ROOT/vfio-init.sh"
 fi
 if [ "$NESTED" = 1 ]; then
     # The nested guest's world: this QEMU (stripped) with the libraries it
@@ -189,13 +189,13 @@ if [ "$NESTED" = 1 ]; then
         cp -L "$FW/$f" "$ROOT/nested/fw/$f"
     done
     cp "$KERNEL" "$ROOT/nested/vmlinuz"
-    install -m 0644 "$CHPP_ROOT/scripts/nested-l1.sh" "$ROOT/nested-l1.sh"
+    install -m 0644 "$CHPP_ROOT/scripts/guest/nested-l1.sh" "$ROOT/nested-l1.sh"
     L2="$RUN/l2"
     mkdir -p "$L2"/{bin,dev,proc,sys,tmp} "$L2/lib/modules/$KVER"
     cp /bin/busybox "$L2/bin/busybox"
     ln -s busybox "$L2/bin/sh"
     cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
-    install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
+    install -m 0755 "$CHPP_ROOT/scripts/guest/nested-init.sh" "$L2/init"
     cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$ROOT/lib/modules/$KVER/ib_uverbs.ko" \
        "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
        "$L2/lib/modules/$KVER/"

@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# Common helpers, sourced by the scripts in this directory.
-# Finds the repository root from this file's location, so the scripts work
-# from any working directory and in any clone.
+# Common helpers, sourced by every host script (scripts/*.sh,
+# scripts/checks/*.sh, scripts/lib/*.sh). Finds the repository root from
+# this file's location (scripts/lib/), so the scripts work from any working
+# directory and in any clone.
 
-CHPP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CHPP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CHPP_BUILD="$CHPP_ROOT/build"
 # QEMU source as unpacked by `apt-get source qemu` (Debian 12: 1:7.2+dfsg-*)
 CHPP_QEMU_SRC="$CHPP_BUILD/src/qemu-7.2+dfsg"

@@ -123,8 +123,8 @@ if [ "$NOTEST" = 1 ]; then
     finish PASS "driver loaded"
 fi
 
-# chpp.only=verbs: only the rdma-core tools stage (scripts/verbs-init.sh);
-# chpp.bench=verbs: the verbs benchmark (scripts/bench-verbs.sh).
+# chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
+# chpp.bench=verbs: the verbs benchmark (scripts/lib/bench-verbs.sh).
 if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /verbs-init.sh
@@ -407,7 +407,7 @@ BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage
 
 # Pair: the unmodified rdma-core tools and perftest between the two guests
-# (scripts/verbs-init.sh), on the PFs, then on VF 1 of each node.
+# (scripts/guest/verbs-init.sh), on the PFs, then on VF 1 of each node.
 if [ "$MODE" = pair ]; then
     # First our own test program between the two guests' processes.
     user_pair v /bin/chpp-verbs-test

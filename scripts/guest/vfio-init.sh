@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Sourced by /init (scripts/pair-init.sh) in chpp.mode=vfio, the guest that
+# Sourced by /init (scripts/guest/pair-init.sh) in chpp.mode=vfio, the guest that
 # scripts/pair.sh --vfio boots with an emulated Intel IOMMU (and in
 # chpp.mode=nested, scripts/nested.sh: steps 1 and 3, then the nested guest
 # of /nested-l1.sh instead of the test program). Uses say, fail,
