@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Sourced by /vfio-init.sh in the first-level guest in chpp.mode=nested
+# Sourced by /chpp/vfio-init.sh in the first-level guest in chpp.mode=nested
 # (scripts/nested.sh), once the two VFs in $VFS are bound to vfio-pci.
 # Starts the project's QEMU (in /nested, with its libraries and firmware)
 # under TCG with both VFs passed through with -device vfio-pci, booting the

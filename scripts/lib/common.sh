@@ -14,8 +14,10 @@ CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
 CHPP_PYTHON=/usr/bin/python3
 
 # The value of a #define of the ABI header whose value is a plain number
-# (a trailing u dropped): chpp_abi_define CHPP_PCI_VENDOR_ID prints 0x1234.
-# Host side only: guests have no checkout.
+# (a trailing u dropped): chpp_abi_define CHPP_PCI_VENDOR_ID prints the
+# vendor id as the header writes it (hex with 0x).
+# Host side; the guests read the PCI ids from /chpp/ids.sh, which
+# scripts/lib/initramfs.sh writes with this function.
 CHPP_ABI_HEADER="$CHPP_ROOT/include/hw/chpp/chpp-hca-abi.h"
 chpp_abi_define() {
     local v
