@@ -5,7 +5,7 @@
 #
 #   scripts/checkpatch.sh
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 QEMU_CP="$CHPP_QEMU_SRC/scripts/checkpatch.pl"
 KERNEL_CP="$CHPP_BUILD/tools/kernel-checkpatch/checkpatch.pl"

@@ -18,7 +18,7 @@
 #
 # Variables already set in the environment win (e.g. QTEST_QEMU_BINARY).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 asan=0
 tsan=0
@@ -40,7 +40,7 @@ if [ "$asan" = 1 ]; then
     # would swamp (use-after-free detection keeps an 8 MiB window).
     export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1:quarantine_size_mb=8}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=67}"
-    export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lsan.supp:print_suppressions=0}"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lib/lsan.supp:print_suppressions=0}"
 fi
 if [ "$tsan" = 1 ]; then
     bin="$CHPP_BUILD/qemu-tsan/qemu-system-x86_64"

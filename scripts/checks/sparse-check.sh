@@ -4,7 +4,7 @@
 # fields in Linux builds; sparse reports every use of one without
 # le*_to_cpu()/cpu_to_le*() (kernel) or le*toh()/htole*() (user space).
 #
-#   scripts/sparse-check.sh
+#   scripts/checks/sparse-check.sh
 #
 # - the kernel modules: make -C guest-driver C=2 CF=-D__CHECK_ENDIAN__
 #   (every file checked, whether or not it is rebuilt);
@@ -16,7 +16,7 @@
 # Any warning or error of sparse in a file of this repository fails the
 # check; what the system headers draw (outside the repository) is ignored.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 command -v sparse >/dev/null || chpp_die "sparse is not installed (scripts/setup.sh)"
 cd "$CHPP_ROOT"
