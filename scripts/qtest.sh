@@ -52,6 +52,9 @@ if [ "$tsan" = 1 ]; then
     export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:exitcode=0:second_deadlock_stack=1}"
 fi
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
+# The repository's root: chpp-hca-compat-test reads its committed migration
+# streams from tests/qtest/data/ there.
+export CHPP_SOURCE_ROOT="$CHPP_ROOT"
 export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"
 # Run from the QEMU build directory, as QEMU's own qtests do.
 cd "$CHPP_QEMU_BUILD"
