@@ -158,9 +158,11 @@ static uint64_t dma(struct fn *f, size_t off)
 /* Registers are little-endian. */
 static uint32_t rd32(struct fn *f, uint32_t off)
 {
-    /* MMIO */
-    return le32toh((CHPP_FORCE chpp_le32)*(volatile uint32_t *)(f->bar0 +
-                                                                off));
+    /* MMIO: volatile, so that every read reaches the device. */
+    volatile uint32_t *reg = (volatile uint32_t *)(f->bar0 + off);
+    uint32_t v = *reg;
+
+    return le32toh((CHPP_FORCE chpp_le32)v);
 }
 
 static void wr32(struct fn *f, uint32_t off, uint32_t v)

@@ -115,7 +115,7 @@ CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
  * and "A hostile peer"); policy, not wire format.
  */
 #define CHPP_LINK_BACKLOG_MAX       1024        /* frames waiting, all VCs */
-#define CHPP_LINK_OUTQ_MAX          (1u << 20)  /* bytes waiting to be written */
+#define CHPP_LINK_OUTQ_MAX          (1u << 20)  /* bytes waiting to be sent */
 #define CHPP_LINK_MAGIC_GUESS_MAX   16  /* new wrong QP magics per window */
 #define CHPP_LINK_MAGIC_WINDOW_MS   1000        /* virtual time */
 /* Refusals logged: the first ones, then the 8th, 16th, 32nd... */
