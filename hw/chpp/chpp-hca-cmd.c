@@ -164,6 +164,8 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return chpp_cmd_close_port(s, in_mod);
     case CHPP_CMD_QUERY_PORT:
         return chpp_cmd_query_port(s, in_mod, *out_param);
+    case CHPP_CMD_MAD_IFC:
+        return chpp_cmd_mad_ifc(s, in_mod, in_param, *out_param);
     case CHPP_CMD_SW2HW_EQ:
         return chpp_cmd_sw2hw_eq(s, in_mod, in_param);
     case CHPP_CMD_HW2SW_EQ:

@@ -23,6 +23,12 @@
 #define CHPP_QP_IDX_MASK        CHPP_UAR_DB_PI_MASK
 #define CHPP_QP_MAX_LOG_WQES    15      /* 2^15 = CHPP_MAX_QP_WQES */
 #define CHPP_QP_NUM_TYPES       (CHPP_QPT_UD + 1)
+
+/* The rules (masks, SQE) of a type: the special QPs follow UD's. */
+static uint8_t chpp_qp_rules(uint8_t type)
+{
+    return chpp_qpt_special(type) ? CHPP_QPT_UD : type;
+}
 #define CHPP_QP_MAX_TIMEOUT     31
 #define CHPP_QP_MAX_RNR_TIMER   31
 #define CHPP_QP_MAX_DEST_VF     7
@@ -426,7 +432,7 @@ static void chpp_qp_apply_create(ChppHcaState *s, ChppQp *qp,
     qp->magic = ctx->magic;
     qp->flags = ctx->flags;
     /* UD has no path: its messages are limited by the port MTU. */
-    if (qp->type == CHPP_QPT_UD) {
+    if (chpp_qpt_ud(qp->type)) {
         qp->path_mtu = CHPP_MTU_4096;
     }
     s->cqs[qp->send_cqn].refs++;
@@ -478,7 +484,7 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
     qp = &s->qps[qpn];
     old = qp->state;
     if (!(t->from & (1u << old)) ||
-        (old != CHPP_QPS_RESET && !t->type[qp->type].valid)) {
+        (old != CHPP_QPS_RESET && !t->type[chpp_qp_rules(qp->type)].valid)) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_QP_STATE,
                              "QP %u: %s not allowed in state %s", qpn,
                              t->name, chpp_qp_state_str(old));
@@ -491,11 +497,18 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
         mask = le32_to_cpu(m.attr_mask);
     }
     type = old == CHPP_QPS_RESET ? ctx->type : qp->type;
-    if (type >= CHPP_QP_NUM_TYPES) {
+    if (chpp_qp_rules(type) >= CHPP_QP_NUM_TYPES) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: type %u", qpn,
                              type);
     }
-    masks = &t->type[type];
+    /* The special QPs have their own numbers (ABI 1.6). */
+    if ((type == CHPP_QPT_SMI && qpn != 0) ||
+        (type == CHPP_QPT_GSI && qpn != 1)) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "QP %u: type %s is for "
+                             "QP %u only", qpn, chpp_qp_type_name(type),
+                             type == CHPP_QPT_SMI ? 0 : 1);
+    }
+    masks = &t->type[chpp_qp_rules(type)];
 
     if (mask & CHPP_QP_ATTR_STATE) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
@@ -700,7 +713,10 @@ void chpp_qp_reset(ChppHcaState *s)
 /* A loaded QP out of RESET: what the modify commands could have made. */
 static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
 {
-    if (qp->state > CHPP_QPS_ERR || qp->type >= CHPP_QP_NUM_TYPES ||
+    if (qp->state > CHPP_QPS_ERR ||
+        chpp_qp_rules(qp->type) >= CHPP_QP_NUM_TYPES ||
+        (qp->type == CHPP_QPT_SMI && qpn != 0) ||
+        (qp->type == CHPP_QPT_GSI && qpn != 1) ||
         (qp->state == CHPP_QPS_SQE && qp->type == CHPP_QPT_RC)) {
         return chpp_refuse(s, "QP %u: state %u type %u", qpn, qp->state,
                            qp->type);

@@ -15,7 +15,7 @@
 
 static uint32_t chpp_req_mtu(ChppQp *qp)
 {
-    return qp->type == CHPP_QPT_UD ? CHPP_WIRE_MAX_PAYLOAD
+    return chpp_qpt_ud(qp->type) ? CHPP_WIRE_MAX_PAYLOAD
                                    : chpp_mtu_bytes(qp->path_mtu);
 }
 
@@ -37,12 +37,23 @@ static void chpp_req_pkt_init(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
         .msg_len = w->length,
         .imm = w->ctrl.imm,
     };
-    if (qp->type == CHPP_QPT_UD) {
+    if (chpp_qpt_ud(qp->type)) {
         pkt->dst_node = w->ud.dest_node;
         pkt->dst_qpn = w->ud.dest_qpn;
         pkt->dst_vf = w->ud.dest_vf;
         pkt->magic = w->ud.dest_magic;
         pkt->qkey = w->ud.qkey;
+        if (w->ud.flags & CHPP_WQE_UD_PEER) {
+            /*
+             * The permissive LID: the PF at the other end of the link.
+             * Without one, a node id no node has: the datagram is lost.
+             */
+            uint32_t link = chpp_link_status(s);
+
+            pkt->dst_node = link & CHPP_LINK_UP ?
+                            link >> CHPP_LINK_PEER_SHIFT : UINT16_MAX;
+            pkt->dst_vf = 0;
+        }
     } else {
         pkt->dst_node = qp->dest_node;
         pkt->dst_qpn = qp->dest_qpn;
@@ -324,7 +335,7 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
         };
         chpp_count(s, CHPP_CNT_WQES);
         qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
-        if (qp->type != CHPP_QPT_UD) {
+        if (!chpp_qpt_ud(qp->type)) {
             qp->sq_psn = chpp_psn_add(psn, npkts);
         }
         if (chpp_wqe_is_rd_atomic(w->ctrl.opcode)) {

@@ -440,8 +440,17 @@ static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint64_t wr_id;
     uint8_t verr = 0;
 
-    if (pkt->qkey != qp->qkey) {
+    /*
+     * Q_Keys: an SMI QP takes any, a GSI QP only the well-known one, a
+     * UD QP its own.  The special QPs take MADs only.
+     */
+    if (qp->type == CHPP_QPT_GSI ? pkt->qkey != CHPP_QP1_QKEY :
+        qp->type != CHPP_QPT_SMI && pkt->qkey != qp->qkey) {
         chpp_resp_drop(s, pkt, "Q_Key mismatch");
+        return;
+    }
+    if (chpp_qpt_special(qp->type) && pkt->len != CHPP_MAD_SIZE) {
+        chpp_resp_drop(s, pkt, "not a MAD (256 bytes)");
         return;
     }
     if (chpp_rq_empty(qp)) {
@@ -475,6 +484,9 @@ static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 
 static bool chpp_resp_op_ok(uint8_t type, uint8_t op)
 {
+    if (chpp_qpt_special(type)) {
+        return op == CHPP_OP_SEND;      /* MADs */
+    }
     switch (op) {
     case CHPP_OP_SEND:
     case CHPP_OP_SEND_IMM:
@@ -482,7 +494,7 @@ static bool chpp_resp_op_ok(uint8_t type, uint8_t op)
         return true;
     case CHPP_OP_WRITE:
     case CHPP_OP_WRITE_IMM:
-        return type != CHPP_QPT_UD;
+        return !chpp_qpt_ud(type);
     case CHPP_OP_READ_REQ:
     case CHPP_OP_ATOMIC_CS:
     case CHPP_OP_ATOMIC_FA:
@@ -514,7 +526,7 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
         chpp_resp_drop(s, pkt, "operation not valid for the QP type");
         return;
     }
-    if (qp->type != CHPP_QPT_UD &&
+    if (!chpp_qpt_ud(qp->type) &&
         (pkt->src_node != qp->dest_node || pkt->src_qpn != qp->dest_qpn ||
          pkt->src_vf != qp->dest_vf)) {
         chpp_resp_drop(s, pkt, "not from the connected QP");
@@ -524,7 +536,7 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
         qp->eng.comm_est = true;
         chpp_qp_async_event(s, qp, CHPP_EVENT_COMM_EST);
     }
-    if (qp->type == CHPP_QPT_UD) {
+    if (chpp_qpt_ud(qp->type)) {
         chpp_resp_ud(s, qp, pkt);
         return;
     }

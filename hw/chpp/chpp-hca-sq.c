@@ -35,6 +35,9 @@ uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode)
 
 bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
 {
+    if (chpp_qpt_special(type)) {
+        return op == CHPP_WQE_SEND;     /* MADs */
+    }
     switch (op) {
     case CHPP_WQE_SEND:
     case CHPP_WQE_SEND_IMM:
@@ -42,7 +45,7 @@ bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
         return true;
     case CHPP_WQE_PUT:
     case CHPP_WQE_PUT_IMM:
-        return type != CHPP_QPT_UD;
+        return !chpp_qpt_ud(type);
     case CHPP_WQE_GET:
     case CHPP_WQE_ATOMIC_CS:
     case CHPP_WQE_ATOMIC_FA:
@@ -97,12 +100,19 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
         return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
                             CHPP_VERR_BAD_OPCODE);
     }
-    if (qp->type == CHPP_QPT_UD) {
+    if (chpp_qpt_ud(qp->type)) {
         memcpy(&w->ud, buf + pos, sizeof(w->ud));
         w->ud.dest_node = le32_to_cpu(w->ud.dest_node);
         w->ud.dest_qpn = le32_to_cpu(w->ud.dest_qpn);
         w->ud.qkey = le32_to_cpu(w->ud.qkey);
         pos += sizeof(w->ud);
+        /* Only the special QPs reach the peer by the permissive LID. */
+        if (w->ud.flags & ~CHPP_WQE_UD_PEER ||
+            ((w->ud.flags & CHPP_WQE_UD_PEER) &&
+             !chpp_qpt_special(qp->type))) {
+            return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
+                                CHPP_VERR_BAD_OPCODE);
+        }
     }
     if (w->ctrl.opcode >= CHPP_WQE_PUT) {
         memcpy(&w->raddr, buf + pos, sizeof(w->raddr));
@@ -176,7 +186,8 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
         }
         break;
     }
-    if (qp->type == CHPP_QPT_UD && w->length > CHPP_WIRE_MAX_PAYLOAD) {
+    if ((chpp_qpt_ud(qp->type) && w->length > CHPP_WIRE_MAX_PAYLOAD) ||
+        (chpp_qpt_special(qp->type) && w->length > CHPP_MAD_SIZE)) {
         return chpp_wqe_bad(status, verr, CHPP_WC_LOC_LEN_ERR,
                             CHPP_VERR_LENGTH_OVERFLOW);
     }

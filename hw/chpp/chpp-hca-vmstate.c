@@ -26,7 +26,14 @@
 
 static int chpp_function_pre_load(void *opaque)
 {
-    chpp_db_err_pre_load(opaque);
+    ChppHcaState *s = opaque;
+    unsigned i;
+
+    chpp_db_err_pre_load(s);
+    /* A stream without the "chpp-hca/sma" subsection: no SM was there. */
+    for (i = 0; i < CHPP_NUM_PORTS; i++) {
+        chpp_sma_defaults(s, &s->sma[i]);
+    }
     return 0;
 }
 
@@ -37,8 +44,7 @@ static int chpp_function_post_load(void *opaque, int version_id)
     int ret;
 
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
-        if (s->port_state[i] != CHPP_PORT_DOWN &&
-            s->port_state[i] != CHPP_PORT_ACTIVE) {
+        if (!chpp_port_state_name(s->port_state[i])) {
             return chpp_refuse(s, "port state: port_state[%u] %u", i,
                                s->port_state[i]);
         }
@@ -68,6 +74,7 @@ static int chpp_function_post_load(void *opaque, int version_id)
 static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_err,
     &vmstate_chpp_db_lost,
+    &vmstate_chpp_sma,
     NULL
 };
 

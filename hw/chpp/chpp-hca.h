@@ -212,6 +212,51 @@ typedef struct ChppQp {
 } ChppQp;
 
 /*
+ * UD and the special QPs (ABI 1.6): SMI (QPN 0) and GSI (QPN 1) are UD QPs
+ * that carry MADs (docs/management-datagrams.md).
+ */
+static inline bool chpp_qpt_special(uint8_t type)
+{
+    return type == CHPP_QPT_SMI || type == CHPP_QPT_GSI;
+}
+
+static inline bool chpp_qpt_ud(uint8_t type)
+{
+    return type == CHPP_QPT_UD || chpp_qpt_special(type);
+}
+
+/*
+ * The subnet management agent's view of a port (chpp-hca-mad.c): what a
+ * subnet manager reads and sets through PortInfo and the other SMP
+ * attributes.  chpp_sma_defaults() gives the values without an SM.
+ */
+#define CHPP_SMA_NODE_DESC_LEN  64
+#define CHPP_SMA_VLARB_BYTES    (4 * 64)
+typedef struct ChppSma {
+    uint64_t mkey;
+    uint64_t gid_prefix;
+    uint16_t lid;
+    uint16_t sm_lid;
+    uint32_t cap_mask;
+    uint16_t mkey_lease;
+    uint16_t pkey;              /* P_Key table entry 0 */
+    uint8_t sm_sl;
+    uint8_t lmc;                /* 0: the only LMC supported */
+    uint8_t mkey_protect;
+    uint8_t subnet_timeout;
+    uint8_t neighbor_mtu;
+    uint8_t op_vls;
+    uint8_t vl_high_limit;
+    uint8_t stall_hoq;          /* VLStallCount << 5 | HOQLife */
+    uint8_t width_enabled;
+    uint8_t speed_enabled;
+    bool wait_sm;               /* INIT_PORT with CHPP_INIT_PORT_WAIT_SM */
+    uint8_t sl2vl[8];
+    uint8_t vlarb[CHPP_SMA_VLARB_BYTES];
+    uint8_t node_desc[CHPP_SMA_NODE_DESC_LEN];
+} ChppSma;
+
+/*
  * An event raised where guest memory must not be written (an MMIO or
  * config space write), not posted yet: a refused doorbell's
  * DOORBELL_ERROR, or (PF only) a VF's VF_FLR.
@@ -291,6 +336,7 @@ struct ChppHcaState {
     bool hca_init;
     uint8_t port_state[CHPP_NUM_PORTS];
     bool port_open[CHPP_NUM_PORTS];     /* INIT_PORT done */
+    ChppSma sma[CHPP_NUM_PORTS];        /* ABI 1.6: the SMA's port state */
     uint32_t scratch;
     uint32_t counters[CHPP_CNT_NUM];
 
@@ -667,9 +713,20 @@ uint32_t chpp_link_status(ChppHcaState *s);
 void chpp_port_reset(ChppHcaState *s);
 void chpp_port_link_changed(ChppHcaState *s);
 void chpp_port_vm_running(ChppHcaState *s);
+/* The SMA's values of a port without a subnet manager. */
+void chpp_sma_defaults(ChppHcaState *s, ChppSma *sma);
+/* Is the port's physical link up (or looped back: no link attached)? */
+bool chpp_port_phys_up(ChppHcaState *s);
+/* A subnet manager moved port @port to @state (PORT_CHANGE posted). */
+void chpp_port_set_state(ChppHcaState *s, uint32_t port, uint8_t state);
+extern const VMStateDescription vmstate_chpp_sma;
 uint8_t chpp_cmd_init_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_close_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
+
+/* chpp-hca-mad.c: the SMA and PMA behind MAD_IFC. */
+uint8_t chpp_cmd_mad_ifc(ChppHcaState *s, uint32_t in_mod, uint64_t in_mb,
+                         uint64_t out_mb);
 
 /* chpp-hca-eq.c */
 void chpp_eq_reset(ChppHcaState *s);

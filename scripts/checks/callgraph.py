@@ -43,6 +43,8 @@ LAYERS = [
     ["chpp-hca-wire.c"],
     ["chpp-hca-link.c"],
     ["chpp-hca-port.c"],
+    # the port's management agents (SMA, PMA) behind MAD_IFC
+    ["chpp-hca-mad.c"],
     ["chpp-hca-route.c"],
     ["chpp-hca-qp.c"],
     # the engine's parts and the engine that schedules them: the send

@@ -55,7 +55,7 @@ typedef uint64_t chpp_le64;
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      4
+#define CHPP_ABI_VERSION_MINOR      6   /* 1.6: MADs (1.5: SRQs) */
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -299,7 +299,8 @@ _Static_assert(CHPP_CNT_COUNT == CHPP_CNT_NUM, "counters are 0..NUM - 1");
     X(QUERY_PORT,       0x043) \
     X(QUERY_STATS,      0x060) \
     X(SET_VF_RES,       0x061)      /* PF only */ \
-    X(QUERY_VF_RES,     0x062)      /* PF only */
+    X(QUERY_VF_RES,     0x062)      /* PF only */ \
+    X(MAD_IFC,          0x070)      /* ABI 1.6 */
 
 enum chpp_opcode {
     CHPP_CMD_LIST(CHPP_ABI_ENUM_CMD)
@@ -467,14 +468,20 @@ struct chpp_port_info {
     uint8_t  active_mtu;
     uint8_t  link_width;        /* InfiniBand width enum: 1 = 1x */
     uint8_t  link_speed;        /* InfiniBand speed enum: 1 = SDR */
-    chpp_le16 lid;               /* CHPP_LID(node-id, function) */
+    chpp_le16 lid;               /* CHPP_LID(node-id, function), or the SM's */
     chpp_le32 gid_tbl_len;
     chpp_le32 pkey_tbl_len;
     chpp_le32 max_msg_size;
-    chpp_le32 reserved0;
+    chpp_le16 sm_lid;            /* ABI 1.6: PortInfo:MasterSMLID (0: none) */
+    uint8_t  sm_sl;             /* ABI 1.6: PortInfo:MasterSMSL */
+    uint8_t  lmc;               /* ABI 1.6: PortInfo:LMC (always 0) */
     chpp_le64 port_guid;         /* CHPP_PORT_GUID(node-id, function) */
-    chpp_le64 gid_prefix;
-    chpp_le32 reserved1[6];
+    chpp_le64 gid_prefix;        /* PortInfo:GidPrefix (ABI 1.6: the SM's) */
+    chpp_le32 cap_mask;          /* ABI 1.6: PortInfo:CapabilityMask */
+    chpp_le16 pkey;              /* ABI 1.6: P_Key table entry 0 */
+    uint8_t  subnet_timeout;    /* ABI 1.6: PortInfo:SubnetTimeOut */
+    uint8_t  reserved0;
+    chpp_le32 reserved1[4];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_port_info, 64);
 
@@ -886,7 +893,9 @@ _Static_assert(CHPP_QPS_COUNT == CHPP_QPS_ERR + 1, "QP states are 0..ERR");
 #define CHPP_QPT_LIST(X) \
     X(RC,               0) \
     X(UC,               1) \
-    X(UD,               2)
+    X(UD,               2) \
+    X(SMI,              0x10)       /* ABI 1.6: QPN 0 only */ \
+    X(GSI,              0x11)       /* ABI 1.6: QPN 1 only */
 
 enum chpp_qp_type {
     CHPP_QPT_LIST(CHPP_ABI_ENUM_QPT)
@@ -1031,7 +1040,8 @@ struct chpp_wqe_ud {
     chpp_le32 qkey;
     uint8_t  dest_vf;
     uint8_t  dest_magic;
-    chpp_le16 reserved;
+    uint8_t  flags;             /* ABI 1.6: CHPP_WQE_UD_* */
+    uint8_t  reserved;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ud, 16);
 
@@ -1072,5 +1082,72 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
 
 /* UD receives: the first 40 bytes of the buffer are the (zeroed) GRH. */
 #define CHPP_UD_GRH_SIZE            40
+
+/*
+ * Management datagrams (ABI 1.6, docs/management-datagrams.md).
+ *
+ * Special QPs: QPN 0 of a function may be created (RST2INIT) with type
+ * CHPP_QPT_SMI and QPN 1 with CHPP_QPT_GSI.  Both are UD QPs whose messages
+ * are MADs of at most CHPP_MAD_SIZE bytes, sent to the QP0 or QP1 of the
+ * destination with magic 0.  A GSI QP accepts only Q_Key CHPP_QP1_QKEY; an
+ * SMI QP ignores the Q_Key.
+ *
+ * UD segment flag CHPP_WQE_UD_PEER (SMI and GSI QPs): dest_node and
+ * dest_vf are ignored, the message goes to the PF of the node at the
+ * other end of the port's link (a directed-route SMP to the permissive
+ * LID); without a link it is dropped.
+ */
+#define CHPP_WQE_UD_PEER            (1u << 0)
+#define CHPP_MAD_SIZE               256
+#define CHPP_QP1_QKEY               0x80010000u
+#define CHPP_LID_PERMISSIVE         0xffffu
+
+/*
+ * MAD_IFC: in_param = mailbox holding the MAD (CHPP_MAD_SIZE bytes, in
+ * network byte order as on the wire), out_param = mailbox the device
+ * writes struct chpp_mad_ifc_out to, in_modifier = port (bits 7:0) |
+ * CHPP_MAD_IFC_LOCAL.  The port's subnet management agent (SMA: classes
+ * 0x01 and 0x81) or performance management agent (PMA: class 0x04)
+ * processes it.
+ */
+#define CHPP_MAD_IFC_PORT_MASK      0xffu
+/*
+ * The MAD comes from the driver itself, not from the wire: it may also
+ * set PortInfo:CapabilityMask (IsSM when an SM opens the port) and
+ * NodeDescription.
+ */
+#define CHPP_MAD_IFC_LOCAL          (1u << 16)
+
+/* chpp_mad_ifc_out.flags */
+#define CHPP_MAD_IFC_REPLY          (1u << 0)   /* mad[] is to be sent back */
+#define CHPP_MAD_IFC_LID_CHANGE     (1u << 1)   /* Set changed LID or LMC */
+#define CHPP_MAD_IFC_SM_CHANGE      (1u << 2)   /* ... the SM LID or SL */
+#define CHPP_MAD_IFC_CLIENT_REREG   (1u << 3)   /* ... asked to re-register */
+#define CHPP_MAD_IFC_PKEY_CHANGE    (1u << 4)   /* ... the P_Key table */
+#define CHPP_MAD_IFC_GID_CHANGE     (1u << 5)   /* ... the GID prefix */
+#define CHPP_MAD_IFC_CAP_CHANGE     (1u << 6)   /* ... the capability mask */
+
+struct chpp_mad_ifc_out {
+    uint8_t  mad[CHPP_MAD_SIZE]; /* the response (big-endian, a MAD) */
+    chpp_le32 flags;             /* CHPP_MAD_IFC_* */
+    chpp_le32 reserved[3];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_mad_ifc_out, CHPP_MAD_SIZE + 16);
+
+/*
+ * INIT_PORT in_modifier flag: the port's logical state stops at INIT when
+ * its link comes up, until a subnet manager moves it to ARMED and ACTIVE
+ * (PortInfo:PortState).  Without it the port goes ACTIVE at once, as if a
+ * subnet manager had configured it.
+ */
+#define CHPP_INIT_PORT_WAIT_SM      (1u << 16)
+
+/*
+ * GUIDs: node GUID = port GUID = CHPP_PORT_GUID(node, function); the
+ * system image GUID is the PF's, CHPP_PORT_GUID(node, 0).  The IB vendor
+ * id (an OUI) of NodeInfo.
+ */
+#define CHPP_NODE_GUID(node, fn)    CHPP_PORT_GUID(node, fn)
+#define CHPP_IB_VENDOR_ID           0x001234u
 
 #endif /* CHPP_HCA_ABI_H */
