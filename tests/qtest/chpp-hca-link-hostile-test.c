@@ -226,6 +226,7 @@ typedef struct Frm {
     uint32_t msg_len;
     uint32_t len;               /* payload bytes (zeros) */
     uint64_t va;
+    uint32_t qkey;
 } Frm;
 
 static uint8_t frm_pkt_type(uint8_t op)
@@ -268,7 +269,7 @@ static GByteArray *frm_build(const Frm *f)
         .dst_node = cpu_to_le16(f->dst_node), .src_vf = f->src_vf,
         .dst_vf = f->dst_vf, .magic = f->magic, .rkey = cpu_to_le32(f->rkey),
         .va = cpu_to_le64(f->va), .msg_len = cpu_to_le32(f->msg_len),
-        .payload_len = cpu_to_le32(f->len),
+        .payload_len = cpu_to_le32(f->len), .qkey = cpu_to_le32(f->qkey),
     };
     g_autofree uint8_t *zeros = g_malloc0(f->len + 1);
 
@@ -582,6 +583,86 @@ static void test_spoofed_source(void)
     g_assert(peer_sees_eof(&p));
     wait_link(d, false);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/*
+ * MADs from the peer (docs/management-datagrams.md): QP 1 is the GSI QP.
+ * Frames a genuine MAD never is are dropped and counted, the receive WQE
+ * stays, and the next MAD lands in it.
+ */
+static void test_mad_frames(void)
+{
+    Peer p;
+    ChppNode a;
+    ChppDev *d = node_start(&p, "mad", "", &a, 64);
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_GSI, .port = 1, .pd = cpu_to_le32(CHPP_NODE_PD),
+        .send_cqn = cpu_to_le32(0), .recv_cqn = cpu_to_le32(1),
+        .log_sq_size = 4, .log_sq_stride = 7,
+        .log_rq_size = 4, .log_rq_stride = 7,
+        .uar = cpu_to_le16(CHPP_NODE_UAR),
+        .qkey = cpu_to_le32(CHPP_QP1_QKEY),
+    };
+    struct chpp_cqe cqe;
+    uint32_t drops = chpp_counter(d, CHPP_CNT_PKTS_DROPPED), sent = 0;
+    Frm f;
+
+    a.qp = (ChppTQp) {
+        .qpn = 1, .type = CHPP_QPT_GSI, .log_sq = 4, .log_rq = 4,
+        .stride = 7, .uar = CHPP_NODE_UAR,
+    };
+    chpp_qp_alloc_rings(d, &c, &a.qp.sq, &a.qp.rq);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RST2INIT_QP, 1,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT | CHPP_QP_ATTR_QKEY,
+                                   &c), ==, CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 1, 0, &c), ==,
+                    CHPP_STAT_OK);
+    node_recv(&a, 0x55);
+
+    /* An RDMA write to QP 1. */
+    f = peer_frm(CHPP_OP_WRITE, 0, 1, 0, 0);
+    f.len = f.msg_len = CHPP_MAD_SIZE;
+    f.qkey = CHPP_QP1_QKEY;
+    peer_frame(&p, &f);
+    /* A SEND that is not 256 bytes, short and long. */
+    f = peer_frm(CHPP_OP_SEND, 0, 1, 0, 0);
+    f.qkey = CHPP_QP1_QKEY;
+    f.len = f.msg_len = 100;
+    peer_frame(&p, &f);
+    f.len = f.msg_len = 4096;
+    peer_frame(&p, &f);
+    /* A MAD with another Q_Key. */
+    f.len = f.msg_len = CHPP_MAD_SIZE;
+    f.qkey = 0x1234;
+    peer_frame(&p, &f);
+    /* To QP 0, which is in RESET. */
+    f.qkey = CHPP_QP1_QKEY;
+    f.dst_qpn = 0;
+    peer_frame(&p, &f);
+    /* To a VF that does not exist. */
+    f.dst_qpn = 1;
+    f.dst_vf = 3;
+    peer_frame(&p, &f);
+    sent = 6;
+    wait_processed(d, sent);
+    g_assert_false(chpp_cqe_valid(d, &a.cq[1], &cqe));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_PKTS_DROPPED), ==, drops + 6);
+
+    /* A genuine MAD lands in the receive that was kept. */
+    f.dst_vf = 0;
+    peer_frame(&p, &f);
+    wait_processed(d, ++sent);
+    chpp_poll_cq(d, &a.cq[1], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 0x55);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==,
+                     CHPP_UD_GRH_SIZE + CHPP_MAD_SIZE);
+    g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, PEER);
+    g_assert_cmpuint(le32_to_cpu(cqe.src_qp), ==, PEER_QPN);
+    g_assert(link_up(d));
     peer_close(&p);
     chpp_stop(d);
 }
@@ -925,6 +1006,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link-hostile/peer-never-reads",
                    test_peer_never_reads);
     qtest_add_func("/chpp-hca/link-hostile/refuse-text", test_refuse_text);
+    qtest_add_func("/chpp-hca/link-hostile/mad-frames", test_mad_frames);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
