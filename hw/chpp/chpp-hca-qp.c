@@ -435,6 +435,10 @@ static void chpp_qp_apply_create(ChppHcaState *s, ChppQp *qp,
     if (chpp_qpt_ud(qp->type)) {
         qp->path_mtu = CHPP_MTU_4096;
     }
+    /* The special QPs belong to the port (the function's only one). */
+    if (chpp_qpt_special(qp->type)) {
+        qp->port = 1;
+    }
     s->cqs[qp->send_cqn].refs++;
     s->cqs[qp->recv_cqn].refs++;
 }
@@ -468,6 +472,7 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
     struct chpp_qp_modify m = {};
     const struct chpp_qp_context *ctx = &m.ctx;
     const ChppQpMasks *masks;
+    ChppQpMasks special;
     uint8_t status = CHPP_STAT_OK;
     uint8_t type, old;
     uint32_t mask = 0;
@@ -509,6 +514,13 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
                              type == CHPP_QPT_SMI ? 0 : 1);
     }
     masks = &t->type[chpp_qp_rules(type)];
+    if (chpp_qpt_special(type)) {
+        /* ib_modify_qp_is_ok(): a special QP has no PORT attribute. */
+        special = *masks;
+        special.req &= ~A_PORT;
+        special.opt &= ~A_PORT;
+        masks = &special;
+    }
 
     if (mask & CHPP_QP_ATTR_STATE) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,

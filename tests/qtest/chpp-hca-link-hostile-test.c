@@ -616,8 +616,7 @@ static void test_mad_frames(void)
     chpp_qp_alloc_rings(d, &c, &a.qp.sq, &a.qp.rq);
     g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RST2INIT_QP, 1,
                                    CHPP_QP_ATTR_PKEY_INDEX |
-                                   CHPP_QP_ATTR_PORT | CHPP_QP_ATTR_QKEY,
-                                   &c), ==, CHPP_STAT_OK);
+                                   CHPP_QP_ATTR_QKEY, &c), ==, CHPP_STAT_OK);
     g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 1, 0, &c), ==,
                     CHPP_STAT_OK);
     node_recv(&a, 0x55);

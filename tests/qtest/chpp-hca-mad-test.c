@@ -459,9 +459,15 @@ static void special_qp(Node *n, ChppTQp *q, uint32_t qpn, uint8_t type,
         .uar = CHPP_NODE_UAR,
     };
     chpp_qp_alloc_rings(n->d, &c, &q->sq, &q->rq);
+    /* As ib_modify_qp_is_ok() has it: no PORT attribute. */
+    if (expect == CHPP_STAT_OK) {
+        g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
+                                       CHPP_QP_ATTR_PKEY_INDEX |
+                                       CHPP_QP_ATTR_PORT | CHPP_QP_ATTR_QKEY,
+                                       &c), ==, CHPP_STAT_BAD_PARAM);
+    }
     st = chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
-                        CHPP_QP_ATTR_PKEY_INDEX | CHPP_QP_ATTR_PORT |
-                        CHPP_QP_ATTR_QKEY, &c);
+                        CHPP_QP_ATTR_PKEY_INDEX | CHPP_QP_ATTR_QKEY, &c);
     g_assert_cmphex(st, ==, expect);
     if (st) {
         return;
