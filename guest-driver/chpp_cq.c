@@ -181,12 +181,22 @@ static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	}
 	if (!(cqe->flags & CHPP_CQE_FLAG_SEND)) {
-		wc->slid = CHPP_LID(le16_to_cpu(cqe->src_node), cqe->src_vf);
-		if (qp->type == CHPP_QPT_UD)
-			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC,
-						le32_to_cpu(cqe->src_qp));
-		else
+		u16 node = le16_to_cpu(cqe->src_node);
+		u32 src = le32_to_cpu(cqe->src_qp);
+
+		wc->slid = chpp_src_lid(dev, node, cqe->src_vf);
+		/*
+		 * An SMP from the other node came by directed route as far as
+		 * this port knows: its answer goes back the same way.
+		 */
+		if (qp->type == CHPP_QPT_SMI && node != dev->node_id)
+			wc->slid = CHPP_LID_PERMISSIVE;
+		if (!chpp_qpt_is_ud(qp->type))
 			wc->src_qp = qp->dest_ibqpn;
+		else if (dev->mad && src <= 1)
+			wc->src_qp = src;	/* a special QP: no magic */
+		else
+			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC, src);
 	}
 	if (cqe->status)
 		dev_warn(&dev->pdev->dev,

@@ -35,7 +35,7 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 	case CHPP_EVENT_PORT_CHANGE:
 		dev_info(d, "port %u is now %s\n",
 			 le32_to_cpu(eqe->event.port.port),
-			 eqe->subtype == CHPP_PORT_ACTIVE ? "ACTIVE" : "DOWN");
+			 chpp_port_state_name(eqe->subtype) ?: "?");
 		chpp_port_event(dev, eqe->subtype);
 		break;
 	case CHPP_EVENT_COMM_EST:

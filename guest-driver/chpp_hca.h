@@ -92,6 +92,20 @@ struct chpp_dev {
 	struct chpp_fw fw;
 	u16 node_id;
 	u64 port_guid;
+	/*
+	 * ABI 1.6: the device has the SMA (MAD_IFC) and the special QPs, and
+	 * the driver declares MADs to ib_core (docs/management-datagrams.md).
+	 */
+	bool mad;
+	/* The port as QUERY_PORT and the SMA last showed it (chpp_ib.c). */
+	struct {
+		u16 lid, sm_lid, pkey;
+		u8 sm_sl, state;
+		u32 cap_mask;
+		u64 gid_prefix;
+	} port;
+	u32 sm_cap_refs;	/* modify_port(IB_PORT_SM) set, not cleared */
+	struct mutex port_mutex;	/* modify_port */
 	bool ib_registered;
 	bool hca_init;
 	bool port_open;
@@ -152,6 +166,10 @@ struct chpp_ah {
 	struct ib_ah ibah;
 	u16 dest_node;
 	u8 dest_vf;		/* function: LID = CHPP_LID(node, function) */
+	u8 ud_flags;		/* CHPP_WQE_UD_PEER: the permissive LID */
+	/* as created, for query_ah (ib_mad matches responses with it) */
+	u16 dlid;
+	u8 sl, path_bits, static_rate;
 };
 
 struct chpp_cq {
@@ -193,6 +211,13 @@ struct chpp_qp {
 	u16 uar;
 	struct work_struct redb_work;	/* RING_SQ after a doorbell FIFO loss */
 };
+
+/* UD and the special QPs, which are UD QPs for MADs (ABI 1.6). */
+static inline bool chpp_qpt_is_ud(u8 type)
+{
+	return type == CHPP_QPT_UD || type == CHPP_QPT_SMI ||
+	       type == CHPP_QPT_GSI;
+}
 
 static inline struct chpp_dev *to_cdev(struct ib_device *ibdev)
 {
@@ -281,6 +306,12 @@ void chpp_vf_flr_event(struct chpp_dev *dev, u32 vf);
 int chpp_ib_register(struct chpp_dev *dev);
 void chpp_ib_unregister(struct chpp_dev *dev);
 void chpp_port_event(struct chpp_dev *dev, u8 state);
+/* Read QUERY_PORT into dev->port. */
+int chpp_port_refresh(struct chpp_dev *dev);
+/* The LID a receive CQE's sender has, as ib_core's wc.slid. */
+u16 chpp_src_lid(struct chpp_dev *dev, u16 node, u8 fn);
+int chpp_dlid_route(struct chpp_dev *dev, u16 dlid, u16 *node, u8 *fn,
+		    u8 *ud_flags);
 extern const struct ib_device_ops chpp_dev_ops;
 
 /* chpp_cq.c */

@@ -2,16 +2,21 @@
 /*
  * chpp-hca: the ib_device: device and port queries, PDs, MRs, AHs.
  *
- * Link layer: InfiniBand, with the port's core capabilities limited to
- * RDMA_CORE_CAP_PROT_IB (no IB_MAD, SMI, CM or SA), so ib_core's MAD layer
- * does not ask for QP0/QP1, which the device does not have. LID =
- * (function << 12 | node id) + 1; GID 0 = fe80::/64 + port GUID. See
- * docs/guest-driver.md.
+ * Link layer: InfiniBand. On an ABI 1.6 device the port is a full IB port
+ * (RDMA_CORE_PORT_IBA_IB: MADs, SMI, CM, SA, multicast): process_mad hands
+ * SMPs and PMA MADs to the device's agents (MAD_IFC) and ib_core's MAD
+ * layer runs QP0 and QP1. Older devices get RDMA_CORE_CAP_PROT_IB only.
+ * LID = (function << 12 | node id) + 1 until an SM sets another; GID 0 =
+ * GID prefix + port GUID. See docs/guest-driver.md and
+ * docs/management-datagrams.md.
  */
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_smi.h>
 #include <linux/string_helpers.h>
+#include <linux/utsname.h>
 #include "chpp_hca.h"
 
 static bool global_rkey_atomic;
@@ -36,7 +41,8 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->vendor_id = dev->pdev->vendor;
 	a->vendor_part_id = dev->pdev->device;
 	a->hw_ver = dev->pdev->revision;
-	a->max_qp = c->max_qps;
+	/* With MADs, QPNs 0 and 1 are QP0 and QP1 of ib_core's MAD layer. */
+	a->max_qp = c->max_qps - (dev->mad ? 2 : 0);
 	a->max_qp_wr = c->max_qp_wqes;
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
 	a->max_send_sge = c->max_sge;
@@ -54,7 +60,43 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_srq = 0;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;
+	if (dev->mad)
+		a->device_cap_flags |= IB_DEVICE_PORT_ACTIVE_EVENT;
 	return 0;
+}
+
+int chpp_port_refresh(struct chpp_dev *dev)
+{
+	struct chpp_port_info pi;
+	int err;
+
+	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_PORT, 1, &pi, sizeof(pi));
+	if (err)
+		return err;
+	WRITE_ONCE(dev->port.lid, le16_to_cpu(pi.lid));
+	WRITE_ONCE(dev->port.state, pi.state);
+	if (dev->mad) {
+		dev->port.sm_lid = le16_to_cpu(pi.sm_lid);
+		dev->port.sm_sl = pi.sm_sl;
+		dev->port.pkey = le16_to_cpu(pi.pkey);
+		dev->port.cap_mask = le32_to_cpu(pi.cap_mask);
+		dev->port.gid_prefix = le64_to_cpu(pi.gid_prefix);
+	} else {
+		dev->port.pkey = 0xffff;
+		dev->port.gid_prefix = 0xfe80000000000000ull;
+	}
+	return 0;
+}
+
+/*
+ * The sender of a receive: the node-derived LID, or this port's own LID
+ * (an SM may have set another) when it is this function.
+ */
+u16 chpp_src_lid(struct chpp_dev *dev, u16 node, u8 fn)
+{
+	if (node == dev->node_id && fn == dev->caps.func)
+		return READ_ONCE(dev->port.lid);
+	return CHPP_LID(node, fn);
 }
 
 static int chpp_query_port(struct ib_device *ibdev, u32 port,
@@ -73,15 +115,22 @@ static int chpp_query_port(struct ib_device *ibdev, u32 port,
 	a->max_mtu = pi.max_mtu;
 	a->active_mtu = pi.active_mtu;
 	a->lid = le16_to_cpu(pi.lid);
-	a->sm_lid = 0;
-	a->lmc = 0;
 	a->gid_tbl_len = le32_to_cpu(pi.gid_tbl_len);
 	a->pkey_tbl_len = le32_to_cpu(pi.pkey_tbl_len);
 	a->max_msg_sz = le32_to_cpu(pi.max_msg_size);
-	a->port_cap_flags = 0;
 	a->active_width = pi.link_width;
 	a->active_speed = pi.link_speed;
 	a->subnet_prefix = le64_to_cpu(pi.gid_prefix);
+	if (dev->mad) {
+		a->sm_lid = le16_to_cpu(pi.sm_lid);
+		a->sm_sl = pi.sm_sl;
+		a->lmc = pi.lmc;
+		a->port_cap_flags = le32_to_cpu(pi.cap_mask);
+		a->subnet_timeout = pi.subnet_timeout;
+		a->max_vl_num = 1;
+		a->init_type_reply = 0;
+	}
+	WRITE_ONCE(dev->port.lid, a->lid);
 	return 0;
 }
 
@@ -92,7 +141,7 @@ static int chpp_query_gid(struct ib_device *ibdev, u32 port, int index,
 
 	if (index != 0)
 		return -EINVAL;
-	gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ull);
+	gid->global.subnet_prefix = cpu_to_be64(READ_ONCE(dev->port.gid_prefix));
 	gid->global.interface_id = cpu_to_be64(dev->port_guid);
 	return 0;
 }
@@ -102,8 +151,207 @@ static int chpp_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 {
 	if (index != 0)
 		return -EINVAL;
-	*pkey = 0xffff;
+	*pkey = READ_ONCE(to_cdev(ibdev)->port.pkey);
 	return 0;
+}
+
+/*
+ * MAD_IFC: the device's SMA or PMA answers @in into @out; *flags gets
+ * CHPP_MAD_IFC_*. @local: the driver's own MAD (capability mask, node
+ * description).
+ */
+static int chpp_mad_ifc(struct chpp_dev *dev, bool local, const void *in,
+			void *out, u32 *flags)
+{
+	struct chpp_mbox mi, mo;
+	const struct chpp_mad_ifc_out *o;
+	int err;
+
+	err = chpp_mbox_alloc(dev, &mi);
+	if (err)
+		return err;
+	err = chpp_mbox_alloc(dev, &mo);
+	if (err)
+		goto free_in;
+	memcpy(mi.buf, in, CHPP_MAD_SIZE);
+	err = chpp_cmd(dev, CHPP_CMD_MAD_IFC, mi.dma,
+		       1 | (local ? CHPP_MAD_IFC_LOCAL : 0), mo.dma, NULL);
+	if (!err) {
+		o = mo.buf;
+		memcpy(out, o->mad, CHPP_MAD_SIZE);
+		*flags = le32_to_cpu(o->flags);
+	}
+	chpp_mbox_free(dev, &mo);
+free_in:
+	chpp_mbox_free(dev, &mi);
+	return err;
+}
+
+static void chpp_dispatch(struct chpp_dev *dev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	if (dev->ib_registered)
+		ib_dispatch_event(&ev);
+}
+
+/* What a Set through the SMA changed: ib_core's cache and clients learn. */
+static void chpp_mad_snoop(struct chpp_dev *dev, u32 flags)
+{
+	if (!(flags & ~CHPP_MAD_IFC_REPLY))
+		return;
+	chpp_port_refresh(dev);
+	if (flags & CHPP_MAD_IFC_LID_CHANGE)
+		chpp_dispatch(dev, IB_EVENT_LID_CHANGE);
+	if (flags & CHPP_MAD_IFC_PKEY_CHANGE)
+		chpp_dispatch(dev, IB_EVENT_PKEY_CHANGE);
+	if (flags & CHPP_MAD_IFC_GID_CHANGE)
+		chpp_dispatch(dev, IB_EVENT_GID_CHANGE);
+	if (flags & CHPP_MAD_IFC_SM_CHANGE)
+		chpp_dispatch(dev, IB_EVENT_SM_CHANGE);
+	if (flags & CHPP_MAD_IFC_CLIENT_REREG)
+		chpp_dispatch(dev, IB_EVENT_CLIENT_REREGISTER);
+}
+
+/*
+ * ib_core's MAD layer gives every MAD the port receives (and the SMPs its
+ * own clients send to it) here first. SMPs and PMA MADs are the device's
+ * (mlx4: MAD_IFC); SMInfo is the SM's, and every other class goes on to
+ * ib_core's agents.
+ */
+static int chpp_process_mad(struct ib_device *ibdev, int mad_flags, u32 port,
+			    const struct ib_wc *in_wc,
+			    const struct ib_grh *in_grh,
+			    const struct ib_mad *in, struct ib_mad *out,
+			    size_t *out_mad_size, u16 *out_mad_pkey_index)
+{
+	struct chpp_dev *dev = to_cdev(ibdev);
+	u8 cls = in->mad_hdr.mgmt_class, method = in->mad_hdr.method;
+	u32 flags = 0;
+
+	if (!dev->mad || port != 1)
+		return IB_MAD_RESULT_FAILURE;
+	if (cls == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
+	    cls == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE) {
+		if (method != IB_MGMT_METHOD_GET &&
+		    method != IB_MGMT_METHOD_SET &&
+		    method != IB_MGMT_METHOD_TRAP_REPRESS)
+			return IB_MAD_RESULT_SUCCESS;
+		if (in->mad_hdr.attr_id == IB_SMP_ATTR_SM_INFO)
+			return IB_MAD_RESULT_SUCCESS;
+	} else if (cls == IB_MGMT_CLASS_PERF_MGMT) {
+		if (method != IB_MGMT_METHOD_GET &&
+		    method != IB_MGMT_METHOD_SET)
+			return IB_MAD_RESULT_SUCCESS;
+	} else {
+		return IB_MAD_RESULT_SUCCESS;
+	}
+	if (chpp_mad_ifc(dev, false, in, out, &flags))
+		return IB_MAD_RESULT_FAILURE;
+	chpp_mad_snoop(dev, flags);
+	if (!(flags & CHPP_MAD_IFC_REPLY))
+		return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_CONSUMED;
+	*out_mad_size = sizeof(struct ib_mad);
+	return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_REPLY;
+}
+
+/* A local Get PortInfo, then Set with @cap_mask: the driver's own. */
+static int chpp_set_cap_mask(struct chpp_dev *dev, u32 cap_mask)
+{
+	struct ib_smp *smp;
+	u32 flags;
+	int err;
+
+	smp = kzalloc(sizeof(*smp), GFP_KERNEL);
+	if (!smp)
+		return -ENOMEM;
+	smp->base_version = 1;
+	smp->mgmt_class = IB_MGMT_CLASS_SUBN_LID_ROUTED;
+	smp->class_version = 1;
+	smp->method = IB_MGMT_METHOD_GET;
+	smp->attr_id = IB_SMP_ATTR_PORT_INFO;
+	smp->attr_mod = cpu_to_be32(1);
+	err = chpp_mad_ifc(dev, true, smp, smp, &flags);
+	if (err || smp->status)
+		goto out;
+	smp->method = IB_MGMT_METHOD_SET;
+	((struct ib_port_info *)smp->data)->cap_mask = cpu_to_be32(cap_mask);
+	/* No change of the port state. */
+	((struct ib_port_info *)smp->data)->linkspeed_portstate &= 0xf0;
+	err = chpp_mad_ifc(dev, true, smp, smp, &flags);
+	if (!err && smp->status)
+		err = -EINVAL;
+	if (!err)
+		chpp_mad_snoop(dev, flags);
+out:
+	kfree(smp);
+	return err;
+}
+
+/*
+ * ib_umad sets IB_PORT_SM while an SM holds /dev/infiniband/issmN (IsSM in
+ * the capability mask), ib_cm IB_PORT_CM_SUP. Counted, as several holders
+ * may set a bit.
+ */
+static int chpp_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			    struct ib_port_modify *pm)
+{
+	struct chpp_dev *dev = to_cdev(ibdev);
+	u32 cap;
+	int err;
+
+	if (port != 1)
+		return -EINVAL;
+	if (!dev->mad || (mask & IB_PORT_SHUTDOWN))
+		return -EOPNOTSUPP;
+	mutex_lock(&dev->port_mutex);
+	if (pm->set_port_cap_mask & IB_PORT_SM)
+		dev->sm_cap_refs++;
+	if ((pm->clr_port_cap_mask & IB_PORT_SM) && dev->sm_cap_refs)
+		dev->sm_cap_refs--;
+	cap = (dev->port.cap_mask | pm->set_port_cap_mask) &
+	      ~(pm->clr_port_cap_mask & ~IB_PORT_SM);
+	cap = dev->sm_cap_refs ? cap | IB_PORT_SM : cap & ~IB_PORT_SM;
+	err = cap == dev->port.cap_mask ? 0 : chpp_set_cap_mask(dev, cap);
+	mutex_unlock(&dev->port_mutex);
+	return err;
+}
+
+static int chpp_modify_device(struct ib_device *ibdev, int mask,
+			      struct ib_device_modify *props)
+{
+	struct chpp_dev *dev = to_cdev(ibdev);
+	struct ib_smp *smp;
+	u32 flags;
+	int err;
+
+	if (mask & ~IB_DEVICE_MODIFY_NODE_DESC)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_DEVICE_MODIFY_NODE_DESC))
+		return 0;
+	if (!dev->mad)
+		return -EOPNOTSUPP;
+	smp = kzalloc(sizeof(*smp), GFP_KERNEL);
+	if (!smp)
+		return -ENOMEM;
+	smp->base_version = 1;
+	smp->mgmt_class = IB_MGMT_CLASS_SUBN_LID_ROUTED;
+	smp->class_version = 1;
+	smp->method = IB_MGMT_METHOD_SET;
+	smp->attr_id = IB_SMP_ATTR_NODE_DESC;
+	memcpy(smp->data, props->node_desc, IB_DEVICE_NODE_DESC_MAX);
+	err = chpp_mad_ifc(dev, true, smp, smp, &flags);
+	if (!err && smp->status)
+		err = -EINVAL;
+	if (!err)
+		memcpy(ibdev->node_desc, props->node_desc,
+		       IB_DEVICE_NODE_DESC_MAX);
+	kfree(smp);
+	return err;
 }
 
 static int chpp_port_immutable(struct ib_device *ibdev, u32 port,
@@ -117,9 +365,15 @@ static int chpp_port_immutable(struct ib_device *ibdev, u32 port,
 		return err;
 	im->pkey_tbl_len = attr.pkey_tbl_len;
 	im->gid_tbl_len = attr.gid_tbl_len;
-	/* IB protocol without MAD/SMI/CM/SA: no QP0/QP1 needed. */
-	im->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
-	im->max_mad_size = 0;
+	if (to_cdev(ibdev)->mad) {
+		/* QP0 and QP1, the SMA behind process_mad: a full IB port. */
+		im->core_cap_flags = RDMA_CORE_PORT_IBA_IB;
+		im->max_mad_size = IB_MGMT_MAD_SIZE;
+	} else {
+		/* IB protocol without MAD/SMI/CM/SA: no QP0/QP1 needed. */
+		im->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
+		im->max_mad_size = 0;
+	}
 	return 0;
 }
 
@@ -297,14 +551,44 @@ static int chpp_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 static int chpp_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 			  struct ib_udata *udata)
 {
+	struct chpp_dev *dev = to_cdev(ibah->device);
 	u16 dlid = rdma_ah_get_dlid(init->ah_attr);
+	struct chpp_ah *ah = to_cah(ibah);
 
-	if (!dlid)
-		return -EINVAL;
-	if (CHPP_LID_FN(dlid) > CHPP_MAX_VFS)
-		return -EINVAL;
-	to_cah(ibah)->dest_node = CHPP_LID_NODE(dlid);
-	to_cah(ibah)->dest_vf = CHPP_LID_FN(dlid);
+	ah->dlid = dlid;
+	ah->sl = rdma_ah_get_sl(init->ah_attr);
+	ah->path_bits = rdma_ah_get_path_bits(init->ah_attr);
+	ah->static_rate = rdma_ah_get_static_rate(init->ah_attr);
+	/*
+	 * LID 0 is no port: ib_sa makes its SM AH from PortInfo:MasterSMLID,
+	 * 0 until an SM runs. Its datagrams go to a node no one has.
+	 */
+	if (!dlid && dev->mad) {
+		to_cah(ibah)->dest_node = U16_MAX;
+		to_cah(ibah)->dest_vf = 0;
+		to_cah(ibah)->ud_flags = 0;
+		return 0;
+	}
+	return chpp_dlid_route(dev, dlid, &to_cah(ibah)->dest_node,
+			       &to_cah(ibah)->dest_vf, &to_cah(ibah)->ud_flags);
+}
+
+/*
+ * The AH's attributes, without a GRH (the device has none): ib_mad
+ * matches a response to its request by the request AH's DLID and path
+ * bits (rcv_has_same_gid()), so LID-routed MADs need this.
+ */
+static int chpp_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *a)
+{
+	struct chpp_ah *ah = to_cah(ibah);
+
+	memset(a, 0, sizeof(*a));
+	a->type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_dlid(a, ah->dlid);
+	rdma_ah_set_sl(a, ah->sl);
+	rdma_ah_set_path_bits(a, ah->path_bits);
+	rdma_ah_set_static_rate(a, ah->static_rate);
+	rdma_ah_set_port_num(a, 1);
 	return 0;
 }
 
@@ -313,17 +597,45 @@ static int chpp_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/*
+ * A DLID as the device addresses it (docs/management-datagrams.md): the
+ * permissive LID is the peer's PF (directed route), this port's own LID
+ * this function, any other the node and function it is derived from.
+ */
+int chpp_dlid_route(struct chpp_dev *dev, u16 dlid, u16 *node, u8 *fn,
+		    u8 *ud_flags)
+{
+	*ud_flags = 0;
+	if (!dlid)
+		return -EINVAL;
+	if (dlid == CHPP_LID_PERMISSIVE && dev->mad) {
+		*node = 0;
+		*fn = 0;
+		*ud_flags = CHPP_WQE_UD_PEER;
+		return 0;
+	}
+	if (dlid == READ_ONCE(dev->port.lid)) {
+		*node = dev->node_id;
+		*fn = dev->caps.func;
+		return 0;
+	}
+	if (CHPP_LID_FN(dlid) > CHPP_MAX_VFS)
+		return -EINVAL;
+	*node = CHPP_LID_NODE(dlid);
+	*fn = CHPP_LID_FN(dlid);
+	return 0;
+}
+
+/* PORT_ACTIVE on ACTIVE, PORT_ERR when leaving it; INIT/ARMED are quiet. */
 void chpp_port_event(struct chpp_dev *dev, u8 state)
 {
-	struct ib_event ev = {
-		.device = &dev->ibdev,
-		.element.port_num = 1,
-		.event = state == CHPP_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
-						     IB_EVENT_PORT_ERR,
-	};
+	u8 old = READ_ONCE(dev->port.state);
 
-	if (dev->ib_registered)
-		ib_dispatch_event(&ev);
+	WRITE_ONCE(dev->port.state, state);
+	if (state == CHPP_PORT_ACTIVE)
+		chpp_dispatch(dev, IB_EVENT_PORT_ACTIVE);
+	else if (old == CHPP_PORT_ACTIVE || state == CHPP_PORT_DOWN)
+		chpp_dispatch(dev, IB_EVENT_PORT_ERR);
 }
 
 /*
@@ -370,6 +682,9 @@ const struct ib_device_ops chpp_dev_ops = {
 
 	.query_device = chpp_query_device,
 	.query_port = chpp_query_port,
+	.modify_port = chpp_modify_port,
+	.modify_device = chpp_modify_device,
+	.process_mad = chpp_process_mad,
 	.query_gid = chpp_query_gid,
 	.query_pkey = chpp_query_pkey,
 	.get_port_immutable = chpp_port_immutable,
@@ -385,6 +700,7 @@ const struct ib_device_ops chpp_dev_ops = {
 	.reg_user_mr = chpp_reg_user_mr,
 	.dereg_mr = chpp_dereg_mr,
 	.create_ah = chpp_create_ah,
+	.query_ah = chpp_query_ah,
 	.destroy_ah = chpp_destroy_ah,
 	.create_cq = chpp_create_cq,
 	.destroy_cq = chpp_destroy_cq,
@@ -417,6 +733,20 @@ int chpp_ib_register(struct chpp_dev *dev)
 	ibdev->node_guid = cpu_to_be64(dev->port_guid);
 	ibdev->local_dma_lkey = 0;
 	strscpy(ibdev->node_desc, "chpp-hca", sizeof(ibdev->node_desc));
+	err = chpp_port_refresh(dev);
+	if (err)
+		return err;
+	if (dev->mad) {
+		/* The SMA's NodeDescription, as NodeInfo readers see it. */
+		struct ib_device_modify m = {};
+
+		snprintf(m.node_desc, sizeof(m.node_desc), "%s chpp%u.%u",
+			 init_utsname()->nodename, dev->node_id,
+			 dev->caps.func);
+		if (!chpp_modify_device(ibdev, IB_DEVICE_MODIFY_NODE_DESC, &m))
+			memcpy(ibdev->node_desc, m.node_desc,
+			       sizeof(ibdev->node_desc));
+	}
 	/*
 	 * The PCI function as sysfs parent: uverbsN/device/modalias is what
 	 * libibverbs matches providers by (docs/verbs-provider.md).

@@ -10,6 +10,9 @@
 static bool cmd_events = true;
 module_param(cmd_events, bool, 0444);
 MODULE_PARM_DESC(cmd_events, "complete HCR commands by events (default 1; 0 = poll)");
+static bool wait_sm;
+module_param(wait_sm, bool, 0444);
+MODULE_PARM_DESC(wait_sm, "ABI 1.6: the port waits in INIT for a subnet manager to make it ACTIVE (default 0: ACTIVE with the link, node-derived LIDs)");
 
 static void chpp_reset(struct chpp_dev *dev)
 {
@@ -76,14 +79,22 @@ static int chpp_query_caps(struct chpp_dev *dev)
 		return -ENODEV;
 	}
 	dev->node_id = dev->caps.node_id;
+	/* ABI 1.6: MAD_IFC, the special QPs (docs/management-datagrams.md). */
+	dev->mad = dev->fw.abi_minor >= 6;
 	dev->port_guid = CHPP_PORT_GUID(dev->node_id, dev->caps.func);
-	dev_info(d, "fw %u.%u.%u ABI %u.%u, node %u, func %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, %u PDs, %u UAR pages, %u MSI-X\n",
+	dev_info(d, "fw %u.%u.%u ABI %u.%u, node %u, func %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, %u PDs, %u UAR pages, %u MSI-X%s\n",
 		 dev->fw.fw_major, dev->fw.fw_minor, dev->fw.fw_subminor,
 		 dev->fw.abi_major, dev->fw.abi_minor, dev->node_id,
 		 dev->caps.func, dev->caps.max_qps, dev->caps.max_cqs,
 		 dev->caps.max_eqs, dev->caps.max_mpts,
 		 dev->caps.max_mtt_entries, dev->caps.max_pds,
-		 dev->caps.num_uar_pages, dev->caps.num_msix);
+		 dev->caps.num_uar_pages, dev->caps.num_msix,
+		 dev->mad ? ", MADs (QPs 0, 1 special)" : "");
+	if (dev->mad && dev->caps.max_qps < 3) {
+		dev_err(d, "%u QPs: none left beside QP0 and QP1\n",
+			dev->caps.max_qps);
+		return -ENODEV;
+	}
 	return 0;
 }
 
@@ -119,6 +130,7 @@ static int chpp_setup(struct pci_dev *pdev)
 		return -ENOMEM;
 	dev->pdev = pdev;
 	mutex_init(&dev->cmd_mutex);
+	mutex_init(&dev->port_mutex);
 	init_completion(&dev->cmd_done);
 	INIT_WORK(&dev->db_lost_work, chpp_db_lost_work);
 	dev->regs = pcim_iomap_table(pdev)[CHPP_BAR_REGS];
@@ -157,7 +169,9 @@ static int chpp_setup(struct pci_dev *pdev)
 			goto down;
 	}
 
-	err = chpp_cmd(dev, CHPP_CMD_INIT_PORT, 0, 1, 0, NULL);
+	err = chpp_cmd(dev, CHPP_CMD_INIT_PORT, 0,
+		       1 | (dev->mad && wait_sm ? CHPP_INIT_PORT_WAIT_SM : 0), 0,
+		       NULL);
 	if (err)
 		goto down;
 	dev->port_open = true;
@@ -168,12 +182,13 @@ static int chpp_setup(struct pci_dev *pdev)
 		goto drvdata;
 
 	link = chpp_rd(dev, CHPP_REG_LINK);
-	dev_info(&pdev->dev, "%s: node %u LID %u, link %s%s (peer node %u)\n",
+	dev_info(&pdev->dev, "%s: node %u LID %u, link %s%s (peer node %u)%s\n",
 		 dev_name(&dev->ibdev.dev), dev->node_id,
-		 CHPP_LID(dev->node_id, dev->caps.func),
+		 READ_ONCE(dev->port.lid),
 		 (link & CHPP_LINK_ATTACHED) ? "attached" : "none",
 		 (link & CHPP_LINK_UP) ? " up" : "",
-		 link >> CHPP_LINK_PEER_SHIFT);
+		 link >> CHPP_LINK_PEER_SHIFT,
+		 dev->mad ? (wait_sm ? ", MADs, waiting for an SM" : ", MADs") : "");
 	return 0;
 
 drvdata:

@@ -81,8 +81,16 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_UD:
 		qp->type = CHPP_QPT_UD;
 		break;
+	case IB_QPT_SMI:
+	case IB_QPT_GSI:
+		/* ABI 1.6: device QPNs 0 and 1 (docs/management-datagrams.md). */
+		if (!dev->mad || udata || init->port_num != 1)
+			return -EOPNOTSUPP;
+		qp->type = init->qp_type == IB_QPT_SMI ? CHPP_QPT_SMI :
+							CHPP_QPT_GSI;
+		break;
 	default:
-		return -EOPNOTSUPP;	/* no SMI/GSI QPs: see get_port_immutable */
+		return -EOPNOTSUPP;
 	}
 	if (cap->max_send_sge > dev->caps.max_sge ||
 	    cap->max_recv_sge > dev->caps.max_sge ||
@@ -90,16 +98,26 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EINVAL;
 
 	/* ctrl + UD + raddr + atomic, then the gather list or inline data. */
-	hdr = SEG + (qp->type == CHPP_QPT_UD ? SEG : 0) + 2 * SEG;
+	hdr = SEG + (chpp_qpt_is_ud(qp->type) ? SEG : 0) + 2 * SEG;
 	sq_bytes = hdr + max_t(u32, SEG * max_t(u32, cap->max_send_sge, 1),
 			       SEG + ALIGN(cap->max_inline_data, SEG));
 	rq_bytes = SEG + SEG * max_t(u32, cap->max_recv_sge, 1);
 
-	idx = ida_alloc_max(&dev->qp_ida, min_t(u32, dev->caps.max_qps,
-						CHPP_QPN_MASK + 1) - 1,
-			    GFP_KERNEL);
-	if (idx < 0)
-		return idx == -ENOSPC ? -ENOMEM : idx;
+	if (qp->type == CHPP_QPT_SMI || qp->type == CHPP_QPT_GSI) {
+		u32 n = qp->type == CHPP_QPT_SMI ? 0 : 1;
+
+		idx = ida_alloc_range(&dev->qp_ida, n, n, GFP_KERNEL);
+		if (idx < 0)
+			return idx == -ENOSPC ? -EBUSY : idx;
+	} else {
+		/* With MADs, QPNs 0 and 1 are the special QPs'. */
+		idx = ida_alloc_range(&dev->qp_ida, dev->mad ? 2 : 0,
+				      min_t(u32, dev->caps.max_qps,
+					    CHPP_QPN_MASK + 1) - 1,
+				      GFP_KERNEL);
+		if (idx < 0)
+			return idx == -ENOSPC ? -ENOMEM : idx;
+	}
 	qp->idx = idx;
 	INIT_WORK(&qp->redb_work, chpp_qp_redoorbell_work);
 	if (udata) {
@@ -152,7 +170,10 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mutex_init(&qp->mutex);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
-	if (qp->type == CHPP_QPT_UD) {
+	if (qp->type == CHPP_QPT_SMI || qp->type == CHPP_QPT_GSI) {
+		/* MADs are sent to QP0/QP1 with magic 0. */
+		qp->magic = 0;
+	} else if (qp->type == CHPP_QPT_UD) {
 		qp->magic = CHPP_UD_MAGIC;
 	} else {
 		/* A fresh magic per incarnation, never 0 or the UD magic. */
@@ -283,8 +304,14 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	if (mask & IB_QP_QKEY)
 		c->qkey = cpu_to_le32(a->qkey);
 	if (mask & IB_QP_AV) {
-		c->dest_node = cpu_to_le32(CHPP_LID_NODE(rdma_ah_get_dlid(&a->ah_attr)));
-		c->dest_vf = CHPP_LID_FN(rdma_ah_get_dlid(&a->ah_attr));
+		u16 node = 0;
+		u8 fn = 0, flags;
+
+		/* Checked by chpp_modify_qp() already. */
+		chpp_dlid_route(to_cdev(ibqp->device),
+				rdma_ah_get_dlid(&a->ah_attr), &node, &fn, &flags);
+		c->dest_node = cpu_to_le32(node);
+		c->dest_vf = fn;
 	}
 	if (mask & IB_QP_DEST_QPN)
 		c->dest_qpn = cpu_to_le32(a->dest_qp_num & CHPP_QPN_MASK);
@@ -335,10 +362,16 @@ int chpp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((mask & IB_QP_AV) && (!rdma_ah_get_dlid(&attr->ah_attr) ||
-	    CHPP_LID_FN(rdma_ah_get_dlid(&attr->ah_attr)) > CHPP_MAX_VFS)) {
-		err = -EINVAL;
-		goto out;
+	if (mask & IB_QP_AV) {
+		u16 node;
+		u8 fn, flags;
+
+		/* The permissive LID is for the special QPs' datagrams. */
+		if (chpp_dlid_route(dev, rdma_ah_get_dlid(&attr->ah_attr),
+				    &node, &fn, &flags) || flags) {
+			err = -EINVAL;
+			goto out;
+		}
 	}
 	if (cur == IB_QPS_RESET && next == IB_QPS_RESET) {
 		err = 0;
@@ -408,7 +441,7 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	a->timeout = c.timeout;
 	a->retry_cnt = c.retry_cnt;
 	a->rnr_retry = c.rnr_retry;
-	if (qp->type != CHPP_QPT_UD) {
+	if (!chpp_qpt_is_ud(qp->type)) {
 		a->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
 		rdma_ah_set_dlid(&a->ah_attr,
 				 CHPP_LID(le32_to_cpu(c.dest_node), c.dest_vf));
@@ -457,6 +490,8 @@ static int chpp_wqe_opcode(enum ib_wr_opcode op, u8 type)
 	};
 	int i;
 
+	if (type == CHPP_QPT_SMI || type == CHPP_QPT_GSI)
+		return op == IB_WR_SEND ? CHPP_WQE_SEND : -1;	/* MADs */
 	for (i = 0; i < ARRAY_SIZE(map); i++)
 		if (map[i].op == op)
 			return (map[i].types & BIT(type)) ? map[i].wqe : -1;
@@ -487,12 +522,13 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 		/* The immediate's bytes as posted (network order). */
 		ctrl->imm = (__force __le32)wr->ex.imm_data;
 
-	if (qp->type == CHPP_QPT_UD) {
+	if (chpp_qpt_is_ud(qp->type)) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 		struct chpp_wqe_ud *u = p;
 
 		u->dest_node = cpu_to_le32(to_cah(ud->ah)->dest_node);
 		u->dest_vf = to_cah(ud->ah)->dest_vf;
+		u->flags = to_cah(ud->ah)->ud_flags;
 		u->dest_qpn = cpu_to_le32(ud->remote_qpn & CHPP_QPN_MASK);
 		u->dest_magic = ud->remote_qpn >> CHPP_QPN_BITS;
 		u->qkey = cpu_to_le32((ud->remote_qkey & 0x80000000) ?

@@ -16,8 +16,9 @@ static int chpp_sriov_provision(struct chpp_dev *dev, int num_vfs)
 {
 	const struct chpp_caps *c = &dev->caps;
 	const struct chpp_vf_res res = {
-		.num_qps = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_QPS,
-					     c->max_qps)),
+		/* With MADs a VF's QP0 and QP1 come on top. */
+		.num_qps = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_QPS +
+					     (dev->mad ? 2 : 0), c->max_qps)),
 		.num_cqs = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_CQS,
 					     c->max_cqs)),
 		.num_eqs = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_EQS,

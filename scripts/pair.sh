@@ -118,7 +118,7 @@ flock "$GUEST/driver-build.lock" \
 # --- initramfs (scripts/lib/initramfs.sh): busybox, scripts/guest/pair-init.sh
 # as /init with the stages it sources, modules in dependency order ------------
 # Modules the guests need, by name; their dependencies are added first.
-WANT=(ib_core ib_uverbs virtio_pci virtio_net)
+WANT=(ib_core ib_uverbs ib_umad virtio_pci virtio_net)
 # soft-RoCE, the verbs benchmark's baseline (scripts/lib/bench-verbs.sh)
 # (its CRC32, looked up by name, is a module of its own here)
 [ "$NESTED" = 1 ] || WANT+=(crc32_generic rdma_rxe)
@@ -126,7 +126,7 @@ WANT=(ib_core ib_uverbs virtio_pci virtio_net)
 # the initramfs has no modprobe database).
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
 STAGES=()
-[ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh)
+[ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh mad-init.sh)
 [ "$VFIO" = 1 ] && STAGES+=(vfio-init.sh)
 [ "$NESTED" = 1 ] && STAGES+=(nested-l1.sh)
 
@@ -204,14 +204,16 @@ qemu_cmd() {
     fi
     CMD+=(-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
     if [ "$SINGLE" = 1 ]; then
-        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n$DEVARGS")
+        # 16 QPs: QPs 0 and 1 are ib_core's QP0 and QP1 (MADs).
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,num-qps=16$DEVARGS")
     else
         if [ "$n" = 1 ]; then
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,server=on,wait=off")
         else
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
         fi
-        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh).
+        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh), and
+        # QPs 0 and 1 are ib_core's QP0 and QP1 (MADs).
         CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk,num-qps=16$DEVARGS"
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")

@@ -45,6 +45,9 @@ PACKAGES=(
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
     # the verbs provider and test programs build against
     ibverbs-utils perftest ibverbs-providers iproute2 libibverbs-dev
+    # management datagrams in the guests: the SM/SA and the diagnostics
+    # (docs/management-datagrams.md)
+    opensm infiniband-diags
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)

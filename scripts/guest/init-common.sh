@@ -17,7 +17,7 @@
 #                          (WHAT: what there is to look at), then power off
 
 /bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
+export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null

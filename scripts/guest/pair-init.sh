@@ -18,6 +18,8 @@
 #   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
 #                     the fault from the host while both nodes stream)
 #   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
+#   chpp.only=mad     pair: only the MAD stage (mad-init.sh): ibstat,
+#                     smpquery, perfquery, opensm on node 1, ibnetdiscover
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
@@ -56,6 +58,7 @@ fi
 m=$(chpp_load_modules) || fail "insmod $m"
 
 ip link set lo up
+hostname "chpp-node$NODE"    # node descriptions (ibnetdiscover) name it
 if [ -n "$IP" ]; then
     ip addr add "$IP/24" dev eth0 && ip link set eth0 up || fail "control network"
     # A tiny file server on the control network (busybox wget is not usable:
@@ -110,6 +113,14 @@ fi
 if [ "$NOTEST" = 1 ]; then
     load_driver
     finish PASS "driver loaded"
+fi
+
+# chpp.only=mad: only the MAD stage (scripts/guest/mad-init.sh).
+if [ "$ONLY" = mad ]; then
+    [ "$MODE" = pair ] || fail "chpp.only=mad needs the pair"
+    . /chpp/mad-init.sh
+    mad_stage
+    finish PASS "MAD stage"
 fi
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);

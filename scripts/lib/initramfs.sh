@@ -109,6 +109,9 @@ CHPP_RDMA_TOOLS=(
     ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat
     ib_atomic_bw ib_atomic_lat
     rdma
+    # management datagrams (docs/management-datagrams.md): infiniband-diags,
+    # opensm
+    ibstat smpquery perfquery sminfo saquery ibnetdiscover ibaddr opensm
 )
 CHPP_RDMA_LIBDIR=/usr/lib/x86_64-linux-gnu
 # Providers the guests load: rxe (soft-RoCE) from ibverbs-providers; the
@@ -136,7 +139,7 @@ chpp_copy_elf() {
 chpp_guest_rdma() {
     local root=$1 t p f
     for t in "${CHPP_RDMA_TOOLS[@]}"; do
-        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2)"
+        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2, infiniband-diags, opensm)"
         chpp_copy_elf "$root" "$f"
     done
     mkdir -p "$root/etc/libibverbs.d"

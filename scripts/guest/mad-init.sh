@@ -1,0 +1,119 @@
+# shellcheck shell=sh
+# Sourced as /chpp/mad-init.sh by /init (scripts/guest/pair-init.sh) in the
+# paired driver guests: management datagrams (docs/management-datagrams.md)
+# with Debian's infiniband-diags and opensm, unmodified. Uses say, fail,
+# fetch, port_state, NODE and PEER from pair-init.sh and its file server in
+# /www.
+#
+#   mad_stage   chpp_hca with wait_sm=1: the ports wait in INIT. ibstat,
+#               ibv_devinfo, smpquery nodeinfo/portinfo/nodedesc (directed
+#               route to this port and to the peer's), perfquery. Node 1
+#               then runs opensm as SM and SA; both ports must go ACTIVE
+#               with node 1's LID as SM LID and their node-derived LIDs,
+#               ibnetdiscover must show both nodes, sminfo and saquery
+#               must answer from node 1's SM (LID-routed, over the link).
+
+# mad_wait_state STATE SECS: until port 1 of chpp0 reads STATE.
+mad_wait_state() {
+    w=0
+    while [ $w -lt "$2" ]; do
+        case "$(port_state)" in *"$1"*) return 0 ;; esac
+        sleep 1; w=$((w + 1))
+    done
+    return 1
+}
+
+# mad_run NAME CMD...: CMD's output in /tmp/NAME.log; on failure the log
+# goes to the console and the stage fails.
+mad_run() {
+    name=$1
+    shift
+    timeout 60 "$@" >"/tmp/$name.log" 2>&1 || {
+        cat "/tmp/$name.log"
+        fail "$name: '$*' failed"
+    }
+}
+
+mad_stage() {
+    mkdir -p /var/log /var/cache/opensm /run /etc/opensm
+    insmod "$CHPP_MODDIR/chpp_hca.ko" global_rkey_atomic=1 wait_sm=1 ||
+        fail "insmod chpp_hca wait_sm=1"
+    mad_wait_state INIT 60 || fail "port not INIT before the SM: '$(port_state)'"
+    lid=$(($(cat /sys/class/infiniband/chpp0/ports/1/lid)))
+    [ "$lid" = $((NODE + 1)) ] || fail "LID $lid before the SM, expected $((NODE + 1))"
+    guid=$(cat /sys/class/infiniband/chpp0/node_guid | tr -d :)
+    say "mad: chpp0 port 1 $(port_state) LID $lid, node GUID $guid"
+
+    # Without an SM: the tools see the port in INIT.
+    mad_run ibstat ibstat chpp0
+    grep -q 'State: Initializing' /tmp/ibstat.log || { cat /tmp/ibstat.log; fail "ibstat: not Initializing"; }
+    grep -q "Base lid: $lid" /tmp/ibstat.log || { cat /tmp/ibstat.log; fail "ibstat: base lid"; }
+    grep -q 'Link layer: InfiniBand' /tmp/ibstat.log || fail "ibstat: link layer"
+    say "mad: ibstat before the SM: $(grep -E 'State:|Physical state:|Base lid:|SM lid:' /tmp/ibstat.log | tr -s ' \t' ' ' | tr '\n' ',')"
+    mad_run devinfo ibv_devinfo -d chpp0
+    grep -q 'state:.*PORT_INIT' /tmp/devinfo.log || { cat /tmp/devinfo.log; fail "ibv_devinfo: not PORT_INIT"; }
+
+    # SMPs by directed route: to this port (hop 0, answered through
+    # process_mad and MAD_IFC), and one hop out, to the peer's.
+    mad_run ni0 smpquery -C chpp0 -D nodeinfo 0
+    grep -qi "guid.*0x$guid" /tmp/ni0.log || { cat /tmp/ni0.log; fail "smpquery nodeinfo: not our GUID"; }
+    grep -q 'NodeType:.*Channel Adapter' /tmp/ni0.log || { cat /tmp/ni0.log; fail "smpquery nodeinfo: NodeType"; }
+    mad_run pi0 smpquery -C chpp0 -D portinfo 0
+    grep -q "^Lid:\.*$lid\$" /tmp/pi0.log || { cat /tmp/pi0.log; fail "smpquery portinfo: LID"; }
+    grep -q 'LinkState:.*Initialize' /tmp/pi0.log || { cat /tmp/pi0.log; fail "smpquery portinfo: LinkState"; }
+    mad_run nd0 smpquery -C chpp0 -D nodedesc 0
+    # Both nodes up to here: the link is up, the peer's port answers.
+    echo up >"/www/madup"
+    fetch madup 180 || fail "the peer never came up"
+    mad_run ni1 smpquery -C chpp0 -D nodeinfo 0,1
+    peer_guid=$(sed -n 's/^Guid:\.*0x\(.*\)/\1/p' /tmp/ni1.log)
+    [ "$peer_guid" = "$(printf '434850500000%04x' $((3 - NODE)))" ] ||
+        { cat /tmp/ni1.log; fail "smpquery nodeinfo 0,1: peer GUID '$peer_guid'"; }
+    mad_run pi1 smpquery -C chpp0 -D portinfo 0,1
+    grep -q "^Lid:\.*$((3 - NODE + 1))\$" /tmp/pi1.log || { cat /tmp/pi1.log; fail "smpquery portinfo 0,1: the peer's LID"; }
+    mad_run pq perfquery -C chpp0 "$lid" 1
+    grep -q 'PortXmitPkts' /tmp/pq.log || { cat /tmp/pq.log; fail "perfquery"; }
+    say "mad: smpquery -D: nodeinfo/portinfo/nodedesc here, nodeinfo/portinfo of the peer (GUID $peer_guid); perfquery (LID-routed over QP1) $(grep -E 'PortXmitPkts|PortRcvPkts' /tmp/pq.log | tr -s '.' ' ' | tr '\n' ' ')"
+    echo ready >"/www/madready"
+    fetch madready 120 || fail "the peer never got ready for the SM"
+
+    # Node 1 is the SM and SA; both ports must go ACTIVE.
+    if [ "$NODE" = 1 ]; then
+        opensm -g "0x$guid" -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &
+        sm_pid=$!
+    fi
+    mad_wait_state ACTIVE 90 || {
+        [ "$NODE" = 1 ] && tail -n 40 /tmp/opensm.log
+        fail "port not ACTIVE after opensm: '$(port_state)'"
+    }
+    sm_lid=$(($(cat /sys/class/infiniband/chpp0/ports/1/sm_lid)))
+    lid2=$(($(cat /sys/class/infiniband/chpp0/ports/1/lid)))
+    [ "$sm_lid" = 2 ] || fail "SM LID $sm_lid, expected node 1's LID 2"
+    [ "$lid2" = "$lid" ] || fail "the SM moved the LID from $lid to $lid2"
+    mad_run ibstat2 ibstat chpp0
+    grep -q 'State: Active' /tmp/ibstat2.log || { cat /tmp/ibstat2.log; fail "ibstat: not Active"; }
+    grep -q 'SM lid: 2' /tmp/ibstat2.log || { cat /tmp/ibstat2.log; fail "ibstat: SM lid"; }
+    say "mad: ibstat with opensm: $(grep -E 'State:|Physical state:|Base lid:|SM lid:|Capability mask:' /tmp/ibstat2.log | tr -s ' \t' ' ' | tr '\n' ',')"
+    mad_run sminfo sminfo -C chpp0
+    grep -q 'sm lid 2 ' /tmp/sminfo.log || { cat /tmp/sminfo.log; fail "sminfo"; }
+    mad_run ibnd ibnetdiscover -C chpp0
+    for n in 1 2; do
+        grep -q "$(printf '0x434850500000%04x' $n)" /tmp/ibnd.log ||
+            { cat /tmp/ibnd.log; fail "ibnetdiscover: node $n missing"; }
+    done
+    say "mad: ibnetdiscover: $(grep -c '^Ca' /tmp/ibnd.log) CAs: $(grep '^Ca' /tmp/ibnd.log | sed 's/.*# //' | tr '\n' ';')"
+    # The SA, LID-routed over QP1: its record of this port.
+    mad_run saq saquery -C chpp0 NodeRecord
+    grep -qi "0x$guid" /tmp/saq.log || { cat /tmp/saq.log; fail "saquery NodeRecord: not our node"; }
+    say "mad: saquery: $(grep -c 'NodeRecord dump' /tmp/saq.log) node records from the SA; sminfo: $(cat /tmp/sminfo.log)"
+    if [ "$NODE" = 1 ]; then
+        say "mad: opensm: $(grep -E 'SUBNET UP|Entering MASTER' /tmp/opensm.log | tr -s ' ' | cut -c1-120 | tr '\n' ';')"
+    fi
+    echo done >"/www/maddone"
+    fetch maddone 120 || fail "the peer did not finish the MAD stage"
+    sleep 3     # keep serving "maddone" until the peer has seen ours
+    [ "$NODE" = 1 ] && kill "$sm_pid" 2>/dev/null
+    if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused'; then
+        fail "kernel log of the MAD stage"
+    fi
+}
