@@ -60,8 +60,13 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_srq = 0;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;
-	if (dev->mad)
+	if (dev->mad) {
 		a->device_cap_flags |= IB_DEVICE_PORT_ACTIVE_EVENT;
+		a->max_mcast_grp = CHPP_MAX_MCGS;
+		a->max_mcast_qp_attach = CHPP_MCG_MAX_QPS;
+		a->max_total_mcast_qp_attach = CHPP_MAX_MCGS *
+					       CHPP_MCG_MAX_QPS;
+	}
 	return 0;
 }
 
@@ -597,6 +602,33 @@ static int chpp_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
+/* ATTACH_MCG / DETACH_MCG (ABI 1.6): a UD QP joins or leaves a group. */
+static int chpp_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid,
+		      bool attach)
+{
+	struct chpp_dev *dev = to_cdev(ibqp->device);
+	struct chpp_mcg_attach m = { .mlid = cpu_to_le16(lid) };
+
+	if (!dev->mad || to_cqp(ibqp)->type != CHPP_QPT_UD)
+		return -EOPNOTSUPP;
+	if (lid < CHPP_MLID_MIN || lid > CHPP_MLID_MAX)
+		return -EINVAL;
+	memcpy(m.mgid, gid->raw, sizeof(m.mgid));
+	return chpp_cmd_in(dev, attach ? CHPP_CMD_ATTACH_MCG :
+			   CHPP_CMD_DETACH_MCG, to_cqp(ibqp)->idx, &m,
+			   sizeof(m));
+}
+
+static int chpp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return chpp_mcast(ibqp, gid, lid, true);
+}
+
+static int chpp_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return chpp_mcast(ibqp, gid, lid, false);
+}
+
 /*
  * A DLID as the device addresses it (docs/management-datagrams.md): the
  * permissive LID is the peer's PF (directed route), this port's own LID
@@ -612,6 +644,13 @@ int chpp_dlid_route(struct chpp_dev *dev, u16 dlid, u16 *node, u8 *fn,
 		*node = 0;
 		*fn = 0;
 		*ud_flags = CHPP_WQE_UD_PEER;
+		return 0;
+	}
+	if (dlid >= CHPP_MLID_MIN && dlid <= CHPP_MLID_MAX && dev->mad) {
+		/* A multicast group: the device finds its members. */
+		*node = dlid;
+		*fn = 0;
+		*ud_flags = CHPP_WQE_UD_MCAST;
 		return 0;
 	}
 	if (dlid == READ_ONCE(dev->port.lid)) {
@@ -700,6 +739,8 @@ const struct ib_device_ops chpp_dev_ops = {
 	.reg_user_mr = chpp_reg_user_mr,
 	.dereg_mr = chpp_dereg_mr,
 	.create_ah = chpp_create_ah,
+	.attach_mcast = chpp_attach_mcast,
+	.detach_mcast = chpp_detach_mcast,
 	.query_ah = chpp_query_ah,
 	.destroy_ah = chpp_destroy_ah,
 	.create_cq = chpp_create_cq,

@@ -134,6 +134,14 @@ INITRD="$RUN/initramfs.cpio.gz"
 ROOT="$RUN/initramfs"
 chpp_initramfs_new "$ROOT" pair-init.sh "${STAGES[@]}"
 ORDER=$(chpp_initramfs_modules "$ROOT" "$KVER" "${WANT[@]}")
+# The middleware stages' modules (IPoIB, the IB CM, rdma_cm), not loaded at
+# boot: scripts/guest/mad-init.sh loads them from extra.list.
+if [ "$NESTED" = 0 ]; then
+    mv "$ROOT/lib/modules/$KVER/load.list" "$RUN/load.list"
+    chpp_initramfs_modules "$ROOT" "$KVER" ib_cm ib_ipoib rdma_cm rdma_ucm >/dev/null
+    mv "$ROOT/lib/modules/$KVER/load.list" "$ROOT/lib/modules/$KVER/extra.list"
+    mv "$RUN/load.list" "$ROOT/lib/modules/$KVER/load.list"
+fi
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"

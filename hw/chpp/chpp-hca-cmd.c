@@ -114,6 +114,7 @@ static uint8_t chpp_cmd_init_hca(ChppHcaState *s, uint32_t abi_major)
 void chpp_hca_reset_state(ChppHcaState *s)
 {
     chpp_engine_reset(s);
+    chpp_mcg_reset(s);
     chpp_qp_reset(s);
     chpp_cq_reset(s);
     chpp_mr_reset(s);
@@ -166,6 +167,10 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
         return chpp_cmd_query_port(s, in_mod, *out_param);
     case CHPP_CMD_MAD_IFC:
         return chpp_cmd_mad_ifc(s, in_mod, in_param, *out_param);
+    case CHPP_CMD_ATTACH_MCG:
+    case CHPP_CMD_DETACH_MCG:
+        return chpp_cmd_mcg(s, opcode == CHPP_CMD_ATTACH_MCG, in_mod,
+                            in_param);
     case CHPP_CMD_SW2HW_EQ:
         return chpp_cmd_sw2hw_eq(s, in_mod, in_param);
     case CHPP_CMD_HW2SW_EQ:

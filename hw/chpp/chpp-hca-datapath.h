@@ -56,6 +56,7 @@ typedef struct ChppPkt {
     uint32_t rkey;
     uint32_t imm;
     uint32_t qkey;
+    uint16_t mlid;              /* dst_qpn CHPP_MCAST_QPN: the group's LID */
     uint64_t va;
     uint32_t msg_len;
     uint32_t offset;
@@ -162,6 +163,11 @@ ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
 /* chpp-hca-route.c: loopback or link, and received frames */
 /* Encode and send; false if the destination is unreachable. */
 bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt);
+/*
+ * A multicast datagram the PF @s received from the link: a copy for each
+ * of its VFs (loopback frames that keep the peer as sender).
+ */
+void chpp_route_fan_out(ChppHcaState *s, ChppPkt *pkt);
 /* Take one received frame (VC0 first); NULL when idle. */
 ChppPkt *chpp_route_next(ChppHcaState *s);
 void chpp_route_reset(ChppHcaState *s);

@@ -460,6 +460,7 @@ static void chpp_qp_to_reset(ChppHcaState *s, ChppQp *qp)
     }
     qp->state = CHPP_QPS_RESET;
     chpp_upcalls.qp_transition(s, qp, old);
+    chpp_mcg_detach_qp(s, chpp_qpn(s, qp));
     chpp_qp_unref_cq(s, qp->send_cqn);
     chpp_qp_unref_cq(s, qp->recv_cqn);
     memset(qp, 0, sizeof(*qp));

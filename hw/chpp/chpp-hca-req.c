@@ -54,6 +54,14 @@ static void chpp_req_pkt_init(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
                             link >> CHPP_LINK_PEER_SHIFT : UINT16_MAX;
             pkt->dst_vf = 0;
         }
+        if (w->ud.flags & CHPP_WQE_UD_MCAST) {
+            /* chpp_route_send() gives a copy to every member's node. */
+            pkt->mlid = w->ud.dest_node;
+            pkt->dst_node = s->params.node_id;
+            pkt->dst_vf = s->func;
+            pkt->dst_qpn = CHPP_MCAST_QPN;
+            pkt->magic = 0;
+        }
     } else {
         pkt->dst_node = qp->dest_node;
         pkt->dst_qpn = qp->dest_qpn;

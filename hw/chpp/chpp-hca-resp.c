@@ -504,11 +504,49 @@ static bool chpp_resp_op_ok(uint8_t type, uint8_t op)
     }
 }
 
+/*
+ * A multicast datagram: every UD QP of this function attached to its MLID
+ * that can receive gets it, each in a receive WQE of its own.  A PF gives
+ * its VFs their copies of one that came over the link.
+ */
+static void chpp_resp_mcast(ChppHcaState *s, ChppPkt *pkt)
+{
+    uint32_t qpn[CHPP_MAX_MCGS * CHPP_MCG_MAX_QPS];
+    unsigned i, n, got = 0;
+
+    if (pkt->from_link && !s->func) {
+        chpp_route_fan_out(s, pkt);
+    }
+    if (!chpp_resp_op_ok(CHPP_QPT_UD, pkt->op) ||
+        !(pkt->flags & CHPP_WIRE_F_FIRST) || !(pkt->flags & CHPP_WIRE_F_LAST)) {
+        chpp_resp_drop(s, pkt, "multicast: not a datagram");
+        return;
+    }
+    n = chpp_mcg_qps(s, pkt->mlid, qpn, ARRAY_SIZE(qpn));
+    for (i = 0; i < n; i++) {
+        ChppQp *qp = chpp_qp_lookup(s, qpn[i]);
+
+        if (qp && qp->state >= CHPP_QPS_RTR && qp->state <= CHPP_QPS_SQE) {
+            chpp_resp_ud(s, qp, pkt);
+            got++;
+        }
+    }
+    if (!got) {
+        chpp_resp_drop(s, pkt, "multicast: no QP of the group receives");
+    }
+}
+
 void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
 {
-    ChppQp *qp = chpp_qp_lookup(s, pkt->dst_qpn);
+    ChppQp *qp;
     bool ok = false;
     int32_t d;
+
+    if (pkt->dst_qpn == CHPP_MCAST_QPN) {
+        chpp_resp_mcast(s, pkt);
+        return;
+    }
+    qp = chpp_qp_lookup(s, pkt->dst_qpn);
 
     if (!qp || qp->state < CHPP_QPS_RTR || qp->state > CHPP_QPS_SQE) {
         chpp_resp_drop(s, pkt, "QP cannot receive");

@@ -10,8 +10,11 @@
 #include "chpp-hca-datapath.h"
 #include "trace.h"
 
-/* A node reaches itself by loopback and its peer over the link. */
-bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
+/*
+ * A node reaches itself by loopback and its peer over the link.  The
+ * packet's source is set by the caller.
+ */
+static bool chpp_route_frame(ChppHcaState *s, ChppPkt *pkt)
 {
     size_t room = chpp_wire_headroom(s, pkt);
     size_t len = room + chpp_wire_len(pkt);
@@ -19,8 +22,6 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
 
     /* The frame belongs to the queues now. */
     pkt->frame = NULL;
-    pkt->src_node = s->params.node_id;
-    pkt->src_vf = s->func;
     chpp_wire_encode_to(pkt, frame + room);
     if (!room) {
         /* Loopback, to any function of this adapter (DST-VF). */
@@ -48,6 +49,71 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
     trace_chpp_hca_pkt_tx(s->func, pkt->vc, pkt->op, pkt->src_qpn,
                           pkt->dst_qpn, pkt->psn, pkt->len);
     return true;
+}
+
+static bool chpp_route_one(ChppHcaState *s, ChppPkt *pkt)
+{
+    pkt->src_node = s->params.node_id;
+    pkt->src_vf = s->func;
+    return chpp_route_frame(s, pkt);
+}
+
+/*
+ * A multicast datagram (dst_qpn CHPP_MCAST_QPN): one copy to every
+ * function of this node, each delivering it to its QPs attached to the
+ * MLID, and one to the peer's PF, which gives its VFs theirs
+ * (chpp_route_fan_out()).  The payload is encoded into each copy.
+ */
+static bool chpp_route_mcast(ChppHcaState *s, ChppPkt *pkt)
+{
+    ChppHcaState *pf = chpp_pf(s);
+    uint32_t link = chpp_link_status(s);
+    uint8_t *frame = pkt->frame;
+    unsigned fn;
+
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        if (chpp_function(pf, fn)) {
+            pkt->frame = NULL;
+            pkt->dst_node = s->params.node_id;
+            pkt->dst_vf = fn;
+            chpp_route_one(s, pkt);
+        }
+    }
+    if (link & CHPP_LINK_UP) {
+        pkt->frame = NULL;
+        pkt->dst_node = link >> CHPP_LINK_PEER_SHIFT;
+        pkt->dst_vf = 0;
+        chpp_route_one(s, pkt);
+    }
+    g_free(frame);
+    pkt->frame = NULL;
+    return true;
+}
+
+bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
+{
+    if (pkt->dst_qpn == CHPP_MCAST_QPN) {
+        return chpp_route_mcast(s, pkt);
+    }
+    return chpp_route_one(s, pkt);
+}
+
+void chpp_route_fan_out(ChppHcaState *s, ChppPkt *pkt)
+{
+    unsigned fn;
+
+    for (fn = 1; fn <= CHPP_MAX_VFS; fn++) {
+        if (chpp_function(s, fn)) {
+            ChppPkt copy = *pkt;
+
+            /* A loopback frame that keeps its sender on the peer. */
+            copy.frame = NULL;
+            copy.keep = NULL;
+            copy.dst_node = s->params.node_id;
+            copy.dst_vf = fn;
+            chpp_route_frame(s, &copy);
+        }
+    }
 }
 
 /*

@@ -106,10 +106,16 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
         w->ud.dest_qpn = le32_to_cpu(w->ud.dest_qpn);
         w->ud.qkey = le32_to_cpu(w->ud.qkey);
         pos += sizeof(w->ud);
-        /* Only the special QPs reach the peer by the permissive LID. */
-        if (w->ud.flags & ~CHPP_WQE_UD_PEER ||
+        /*
+         * Only the special QPs reach the peer by the permissive LID, only
+         * UD QPs multicast groups (and never both at once).
+         */
+        if (w->ud.flags & ~(CHPP_WQE_UD_PEER | CHPP_WQE_UD_MCAST) ||
             ((w->ud.flags & CHPP_WQE_UD_PEER) &&
-             !chpp_qpt_special(qp->type))) {
+             !chpp_qpt_special(qp->type)) ||
+            ((w->ud.flags & CHPP_WQE_UD_MCAST) &&
+             (qp->type != CHPP_QPT_UD || w->ud.dest_node < CHPP_MLID_MIN ||
+              w->ud.dest_node > CHPP_MLID_MAX))) {
             return chpp_wqe_bad(status, verr, CHPP_WC_LOC_QP_OP_ERR,
                                 CHPP_VERR_BAD_OPCODE);
         }

@@ -30,6 +30,7 @@ static int chpp_function_pre_load(void *opaque)
     unsigned i;
 
     chpp_db_err_pre_load(s);
+    chpp_mcg_reset(s);
     /* A stream without the "chpp-hca/sma" subsection: no SM was there. */
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
         chpp_sma_defaults(s, &s->sma[i]);
@@ -75,6 +76,7 @@ static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_err,
     &vmstate_chpp_db_lost,
     &vmstate_chpp_sma,
+    &vmstate_chpp_mcg,
     NULL
 };
 

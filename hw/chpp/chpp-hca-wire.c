@@ -100,6 +100,7 @@ void chpp_wire_encode_to(const ChppPkt *pkt, uint8_t *buf)
         .qkey = cpu_to_le32(pkt->qkey),
         .atomic0 = cpu_to_le64(pkt->atomic0),
         .atomic1 = cpu_to_le64(pkt->atomic1),
+        .mlid = cpu_to_le16(pkt->mlid),
     };
     memcpy(buf + CHPP_WIRE_HDR_SIZE, &e, sizeof(e));
     /* A payload built in place by chpp_wire_payload() is there already. */
@@ -181,6 +182,7 @@ ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
     pkt->qkey = le32_to_cpu(e->qkey);
     pkt->atomic0 = le64_to_cpu(e->atomic0);
     pkt->atomic1 = le64_to_cpu(e->atomic1);
+    pkt->mlid = le16_to_cpu(e->mlid);
     pkt->len = plen;
 
     /* The figure 6 header must agree with the extension. */

@@ -256,6 +256,14 @@ typedef struct ChppSma {
     uint8_t node_desc[CHPP_SMA_NODE_DESC_LEN];
 } ChppSma;
 
+/* A multicast group of a function (chpp-hca-mcg.c): free if no QP. */
+typedef struct ChppMcg {
+    uint8_t mgid[16];
+    uint16_t mlid;
+    uint16_t num_qps;
+    uint32_t qpn[CHPP_MCG_MAX_QPS];
+} ChppMcg;
+
 /*
  * An event raised where guest memory must not be written (an MMIO or
  * config space write), not posted yet: a refused doorbell's
@@ -337,6 +345,7 @@ struct ChppHcaState {
     uint8_t port_state[CHPP_NUM_PORTS];
     bool port_open[CHPP_NUM_PORTS];     /* INIT_PORT done */
     ChppSma sma[CHPP_NUM_PORTS];        /* ABI 1.6: the SMA's port state */
+    ChppMcg mcgs[CHPP_MAX_MCGS];        /* ABI 1.6: multicast groups */
     uint32_t scratch;
     uint32_t counters[CHPP_CNT_NUM];
 
@@ -723,6 +732,17 @@ extern const VMStateDescription vmstate_chpp_sma;
 uint8_t chpp_cmd_init_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_close_port(ChppHcaState *s, uint32_t port);
 uint8_t chpp_cmd_query_port(ChppHcaState *s, uint32_t port, uint64_t mailbox);
+
+/* chpp-hca-mcg.c: multicast groups (ATTACH_MCG, DETACH_MCG). */
+void chpp_mcg_reset(ChppHcaState *s);
+uint8_t chpp_cmd_mcg(ChppHcaState *s, bool attach, uint32_t qpn,
+                     uint64_t mailbox);
+/* QP @qpn went to RESET: it leaves every group. */
+void chpp_mcg_detach_qp(ChppHcaState *s, uint32_t qpn);
+/* The QPs attached to @mlid, each once; returns how many (<= @max). */
+unsigned chpp_mcg_qps(ChppHcaState *s, uint16_t mlid, uint32_t *qpn,
+                      unsigned max);
+extern const VMStateDescription vmstate_chpp_mcg;
 
 /* chpp-hca-mad.c: the SMA and PMA behind MAD_IFC. */
 uint8_t chpp_cmd_mad_ifc(ChppHcaState *s, uint32_t in_mod, uint64_t in_mb,

@@ -46,6 +46,8 @@ LAYERS = [
     # the port's management agents (SMA, PMA) behind MAD_IFC
     ["chpp-hca-mad.c"],
     ["chpp-hca-route.c"],
+    # multicast groups: which QPs a multicast datagram reaches
+    ["chpp-hca-mcg.c"],
     ["chpp-hca-qp.c"],
     # the engine's parts and the engine that schedules them: the send
     # queue's WQEs and completions, the requester, the responder, and the

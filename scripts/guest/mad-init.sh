@@ -117,3 +117,74 @@ mad_stage() {
         fail "kernel log of the MAD stage"
     fi
 }
+
+# mad_extra_modules: the middleware modules pair.sh left out of load.list
+# (ib_cm, ib_ipoib, rdma_cm, rdma_ucm and what they need), in order.
+mad_extra_modules() {
+    while read -r m; do
+        [ -d "/sys/module/$m" ] && continue
+        insmod "$CHPP_MODDIR/$m.ko" || fail "insmod $m"
+    done <"$CHPP_MODDIR/extra.list"
+}
+
+# mad_sm_up TAG: chpp_hca waiting for the SM, opensm on node 1 (with an
+# IPoIB broadcast group of 4 KiB MTU at the port's rate), both ports ACTIVE.
+mad_sm_up() {
+    mkdir -p /var/log /var/cache/opensm /run /etc/opensm
+    insmod "$CHPP_MODDIR/chpp_hca.ko" global_rkey_atomic=1 wait_sm=1 ||
+        fail "insmod chpp_hca wait_sm=1"
+    mad_wait_state INIT 60 || fail "port not INIT before the SM: '$(port_state)'"
+    echo up >"/www/${1}up"
+    fetch "${1}up" 180 || fail "the peer never came up"
+    if [ "$NODE" = 1 ]; then
+        guid=$(cat /sys/class/infiniband/chpp0/node_guid | tr -d :)
+        echo 'Default=0x7fff, ipoib, mtu=5, rate=2, defmember=full : ALL=full;' \
+            >/etc/opensm/partitions.conf
+        opensm -g "0x$guid" -P /etc/opensm/partitions.conf -f /tmp/opensm.log \
+            >/tmp/opensm.out 2>&1 &
+        sm_pid=$!
+    fi
+    mad_wait_state ACTIVE 90 || {
+        [ "$NODE" = 1 ] && tail -n 40 /tmp/opensm.log
+        fail "port not ACTIVE after opensm: '$(port_state)'"
+    }
+}
+
+# mad_sm_down TAG: both nodes done, then opensm stops.
+mad_sm_down() {
+    echo done >"/www/${1}done"
+    fetch "${1}done" 300 || fail "the peer did not finish the $1 stage"
+    sleep 3     # keep serving "done" until the peer has seen ours
+    [ "$NODE" = 1 ] && kill "$sm_pid" 2>/dev/null
+}
+
+IB_PEER=10.0.3.$((3 - NODE))
+
+# ipoib_stage: ib0 on chpp0 joins the broadcast group through opensm's SA
+# (ATTACH_MCG), gets carrier, and pings the peer over IPoIB.
+ipoib_stage() {
+    mad_extra_modules
+    mad_sm_up ipoib
+    w=0
+    until [ -e /sys/class/net/ib0 ]; do
+        sleep 1; w=$((w + 1)); [ $w -lt 30 ] || fail "no ib0"
+    done
+    ip addr add "10.0.3.$NODE/24" dev ib0 || fail "ip addr add on ib0"
+    ip link set ib0 up || fail "ip link set ib0 up"
+    w=0
+    until [ "$(cat /sys/class/net/ib0/carrier 2>/dev/null)" = 1 ]; do
+        sleep 1; w=$((w + 1))
+        [ $w -lt 90 ] || { ip link show ib0; dmesg | grep -i ipoib | tail; fail "ib0 has no carrier"; }
+    done
+    say "ipoib: ib0 carrier after ${w}s, MTU $(cat /sys/class/net/ib0/mtu), $(ip -o link show ib0 | sed 's/.*state \([A-Z]*\).*/\1/')"
+    echo up >/www/ib0up
+    fetch ib0up 120 || fail "the peer's ib0 never came up"
+    timeout 60 ping -c 5 -W 5 "$IB_PEER" >/tmp/ping.log 2>&1 || { cat /tmp/ping.log; fail "ping $IB_PEER over ib0"; }
+    say "ipoib: $(grep -E 'packets transmitted|round-trip' /tmp/ping.log | tr '\n' ';')"
+    timeout 60 ping -c 3 -s 3000 -W 5 "$IB_PEER" >/tmp/ping2.log 2>&1 || { cat /tmp/ping2.log; fail "ping -s 3000 $IB_PEER over ib0"; }
+    say "ipoib: 3000-byte pings: $(grep -E 'packets transmitted' /tmp/ping2.log)"
+    mad_sm_down ipoib
+    if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused'; then
+        fail "kernel log of the IPoIB stage"
+    fi
+}

@@ -20,6 +20,8 @@
 #   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
 #   chpp.only=mad     pair: only the MAD stage (mad-init.sh): ibstat,
 #                     smpquery, perfquery, opensm on node 1, ibnetdiscover
+#   chpp.only=ipoib   pair: only the IPoIB stage (mad-init.sh): opensm, ib0
+#                     with carrier on both nodes, ping over it
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
@@ -115,13 +117,15 @@ if [ "$NOTEST" = 1 ]; then
     finish PASS "driver loaded"
 fi
 
-# chpp.only=mad: only the MAD stage (scripts/guest/mad-init.sh).
-if [ "$ONLY" = mad ]; then
-    [ "$MODE" = pair ] || fail "chpp.only=mad needs the pair"
+# chpp.only=mad|ipoib: only that middleware stage (scripts/guest/mad-init.sh).
+case "$ONLY" in
+mad|ipoib)
+    [ "$MODE" = pair ] || fail "chpp.only=$ONLY needs the pair"
     . /chpp/mad-init.sh
-    mad_stage
-    finish PASS "MAD stage"
-fi
+    "${ONLY}_stage"
+    finish PASS "$ONLY stage"
+    ;;
+esac
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
 # chpp.bench=verbs: the verbs benchmark (scripts/lib/bench-verbs.sh).

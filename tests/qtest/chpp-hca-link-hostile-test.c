@@ -227,6 +227,7 @@ typedef struct Frm {
     uint32_t len;               /* payload bytes (zeros) */
     uint64_t va;
     uint32_t qkey;
+    uint16_t mlid;
 } Frm;
 
 static uint8_t frm_pkt_type(uint8_t op)
@@ -270,6 +271,7 @@ static GByteArray *frm_build(const Frm *f)
         .dst_vf = f->dst_vf, .magic = f->magic, .rkey = cpu_to_le32(f->rkey),
         .va = cpu_to_le64(f->va), .msg_len = cpu_to_le32(f->msg_len),
         .payload_len = cpu_to_le32(f->len), .qkey = cpu_to_le32(f->qkey),
+        .mlid = cpu_to_le16(f->mlid),
     };
     g_autofree uint8_t *zeros = g_malloc0(f->len + 1);
 
@@ -667,6 +669,75 @@ static void test_mad_frames(void)
 }
 
 /*
+ * Multicast datagrams from the peer (docs/management-datagrams.md): QP 2 is
+ * a UD QP attached to MLID 0xc005.  Frames for another MLID, an RDMA write
+ * to the multicast QPN and a datagram with the wrong Q_Key are dropped and
+ * counted; a good one lands, whatever its QP magic.
+ */
+static void test_mcast_frames(void)
+{
+    Peer p;
+    ChppNode a;
+    ChppDev *d = node_start(&p, "mcast", "", &a, 64);
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_UD, .port = 1, .pd = cpu_to_le32(CHPP_NODE_PD),
+        .send_cqn = cpu_to_le32(0), .recv_cqn = cpu_to_le32(1),
+        .log_sq_size = 4, .log_sq_stride = 7,
+        .log_rq_size = 4, .log_rq_stride = 7,
+        .uar = cpu_to_le16(CHPP_NODE_UAR), .qkey = cpu_to_le32(0x77),
+        .magic = 1,
+    };
+    struct chpp_mcg_attach m = { .mgid = { 0xff, 0x12 },
+                                 .mlid = cpu_to_le16(0xc005) };
+    struct chpp_cqe cqe;
+    uint32_t drops = chpp_counter(d, CHPP_CNT_PKTS_DROPPED);
+    Frm f;
+
+    a.qp = (ChppTQp) {
+        .qpn = 2, .type = CHPP_QPT_UD, .log_sq = 4, .log_rq = 4,
+        .stride = 7, .uar = CHPP_NODE_UAR, .magic = 1,
+    };
+    chpp_qp_alloc_rings(d, &c, &a.qp.sq, &a.qp.rq);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RST2INIT_QP, 2,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT | CHPP_QP_ATTR_QKEY,
+                                   &c), ==, CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, 2, 0, &c), ==,
+                    CHPP_STAT_OK);
+    qtest_memwrite(d->qts, d->mbox_in, &m, sizeof(m));
+    g_assert_cmphex(chpp_cmd(d, CHPP_CMD_ATTACH_MCG, d->mbox_in, 2, 0), ==,
+                    CHPP_STAT_OK);
+    node_recv(&a, 0x66);
+
+    f = peer_frm(CHPP_OP_SEND, 0, CHPP_MCAST_QPN, 0x99, 0);
+    f.len = f.msg_len = 64;
+    f.qkey = 0x77;
+    f.mlid = 0xc006;                    /* no such group */
+    peer_frame(&p, &f);
+    f.mlid = 0xc005;
+    f.qkey = 0x78;                      /* wrong Q_Key */
+    peer_frame(&p, &f);
+    f.qkey = 0x77;
+    f.op = CHPP_OP_WRITE;               /* not a datagram */
+    peer_frame(&p, &f);
+    wait_processed(d, 3);
+    g_assert_false(chpp_cqe_valid(d, &a.cq[1], &cqe));
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_PKTS_DROPPED), ==, drops + 3);
+    f.op = CHPP_OP_SEND;
+    peer_frame(&p, &f);
+    wait_processed(d, 4);
+    chpp_poll_cq(d, &a.cq[1], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 0x66);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, CHPP_UD_GRH_SIZE + 64);
+    g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, PEER);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_MAGIC_DROPS), ==, 0);
+    g_assert(link_up(d));
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/*
  * QP 2 is connected to the peer's QP PEER_QPN.  A stale peer QP repeats
  * one wrong magic, which is dropped and counted; a peer trying new magics
  * is cut after CHPP_LINK_MAGIC_GUESS_MAX of them within the window
@@ -1006,6 +1077,7 @@ int main(int argc, char **argv)
                    test_peer_never_reads);
     qtest_add_func("/chpp-hca/link-hostile/refuse-text", test_refuse_text);
     qtest_add_func("/chpp-hca/link-hostile/mad-frames", test_mad_frames);
+    qtest_add_func("/chpp-hca/link-hostile/mcast-frames", test_mcast_frames);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",

@@ -678,6 +678,160 @@ static void test_special_qp_loopback(void)
     chpp_stop(a.d);
 }
 
+/* ---- multicast groups (ATTACH_MCG, DETACH_MCG) ------------------------ */
+
+#define QKEY    0x1234
+#define MLID    0xc001
+
+static uint8_t mcg(ChppDev *d, bool attach, uint32_t qpn, uint8_t g,
+                   uint16_t mlid)
+{
+    struct chpp_mcg_attach m = { .mlid = cpu_to_le16(mlid) };
+
+    m.mgid[0] = 0xff;
+    m.mgid[1] = 0x12;
+    m.mgid[15] = g;
+    qtest_memwrite(d->qts, d->mbox_in, &m, sizeof(m));
+    return chpp_cmd(d, attach ? CHPP_CMD_ATTACH_MCG : CHPP_CMD_DETACH_MCG,
+                    d->mbox_in, qpn, 0);
+}
+
+/* UD QP @qpn in RTS with Q_Key QKEY and @nrecv 2 KiB receives. */
+static void ud_qp(Node *n, ChppTQp *q, uint32_t qpn, uint32_t nrecv)
+{
+    struct chpp_qp_context c = {
+        .type = CHPP_QPT_UD, .port = 1, .pd = cpu_to_le32(PD),
+        .send_cqn = cpu_to_le32(0), .recv_cqn = cpu_to_le32(1),
+        .log_sq_size = 4, .log_sq_stride = 7,
+        .log_rq_size = 4, .log_rq_stride = 7,
+        .uar = cpu_to_le16(CHPP_NODE_UAR), .qkey = cpu_to_le32(QKEY),
+        .magic = 1,
+    };
+    uint32_t k;
+    uint64_t buf;
+    ChppTSge sg;
+
+    *q = (ChppTQp) {
+        .qpn = qpn, .type = CHPP_QPT_UD, .log_sq = 4, .log_rq = 4,
+        .stride = 7, .uar = CHPP_NODE_UAR, .magic = 1,
+    };
+    chpp_qp_alloc_rings(n->d, &c, &q->sq, &q->rq);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RST2INIT_QP, qpn,
+                                   CHPP_QP_ATTR_PKEY_INDEX |
+                                   CHPP_QP_ATTR_PORT | CHPP_QP_ATTR_QKEY,
+                                   &c), ==, CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_INIT2RTR_QP, qpn, 0, &c), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RTR2RTS_QP, qpn,
+                                   CHPP_QP_ATTR_SQ_PSN, &c), ==, CHPP_STAT_OK);
+    if (nrecv) {
+        buf = node_buf(n, 2048 * nrecv, &k);
+        sg = (ChppTSge) { buf, 2048, k };
+        chpp_post_recvs(n->d, q, qpn << 8, &sg, 1, nrecv);
+    }
+}
+
+/* The next receive CQE of @n is a @len-byte datagram on QP @qpn. */
+static void expect_recv(Node *n, Node *o, uint32_t qpn, uint32_t len,
+                        uint16_t src_node, uint32_t src_qp)
+{
+    struct chpp_cqe cqe;
+
+    poll2(n, o, 1, &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(cqe.qpn), ==, qpn);
+    g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, CHPP_UD_GRH_SIZE + len);
+    g_assert_cmpuint(le16_to_cpu(cqe.src_node), ==, src_node);
+    g_assert_cmpuint(le32_to_cpu(cqe.src_qp), ==, src_qp);
+}
+
+/*
+ * A datagram to a multicast LID reaches every attached QP on both nodes,
+ * the sender's own QP included; the table's errors; 2RST leaves groups.
+ */
+static void test_mcast_link(void)
+{
+    Node a, b;
+    ChppTQp a2, a3, b2, rc;
+    struct chpp_qp_context zero = {};
+    struct chpp_cqe cqe;
+    uint32_t k, drops;
+    uint64_t buf;
+    ChppWqeBuf *w;
+
+    pair_start(&a, &b, "mcast");
+    ud_qp(&a, &a2, 2, 4);
+    ud_qp(&a, &a3, 3, 4);
+    ud_qp(&b, &b2, 2, 4);
+    /* Errors: QP range, RESET, not UD, MLID, reserved, detach unknown. */
+    chpp_assert_cmd_fails(a.d, CHPP_STAT_BAD_INDEX, CHPP_CMD_ATTACH_MCG,
+                          a.d->mbox_in, 99, 0);
+    g_assert_cmphex(mcg(a.d, true, 1, 1, MLID), ==, CHPP_STAT_BAD_RES_STATE);
+    chpp_node_qp(&a, 0, 0x10, 4, 7);                    /* RC QP 0 */
+    rc = a.qp;
+    g_assert_cmphex(mcg(a.d, true, rc.qpn, 1, MLID), ==,
+                    CHPP_STAT_BAD_RES_STATE);
+    g_assert_cmphex(mcg(a.d, true, 2, 1, 0x10), ==, CHPP_STAT_BAD_PARAM);
+    g_assert_cmphex(mcg(a.d, true, 2, 1, 0xffff), ==, CHPP_STAT_BAD_PARAM);
+    g_assert_cmphex(mcg(a.d, false, 2, 1, MLID), ==, CHPP_STAT_BAD_RESOURCE);
+    /* Attach; twice is refused, another MLID for the MGID too. */
+    g_assert_cmphex(mcg(a.d, true, 2, 1, MLID), ==, CHPP_STAT_OK);
+    g_assert_cmphex(mcg(a.d, true, 2, 1, MLID), ==, CHPP_STAT_BAD_RES_STATE);
+    g_assert_cmphex(mcg(a.d, true, 3, 1, 0xc002), ==, CHPP_STAT_BAD_PARAM);
+    g_assert_cmphex(mcg(a.d, true, 3, 1, MLID), ==, CHPP_STAT_OK);
+    g_assert_cmphex(mcg(b.d, true, 2, 1, MLID), ==, CHPP_STAT_OK);
+
+    /* One send from node 1's QP 2: three receives. */
+    buf = node_buf(&a, 4096, &k);
+    chpp_fill(a.d, buf, 1000, 5);
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_ud(w, MLID, 0, QKEY, 0);
+    w->buf[w->pos - sizeof(struct chpp_wqe_ud) + 14] = CHPP_WQE_UD_MCAST;
+    chpp_wqe_sge(w, buf, 1000, k);
+    chpp_post_send(a.d, &a2, w, true);
+    expect_send(&a, &b, 1, CHPP_WC_SUCCESS);
+    expect_recv(&b, &a, 2, 1000, 1, 2);
+    expect_recv(&a, &b, 2, 1000, 1, 2);                 /* loopback, itself */
+    expect_recv(&a, &b, 3, 1000, 1, 2);
+
+    /* Node 2 answers to the group; 2RST of QP 3 left the group. */
+    g_assert_cmphex(chpp_modify_qp(a.d, CHPP_CMD_2RST_QP, 3, 0, &zero), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(mcg(a.d, false, 3, 1, MLID), ==, CHPP_STAT_BAD_RESOURCE);
+    buf = node_buf(&b, 4096, &k);
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 2, 0);
+    chpp_wqe_ud(w, MLID, 0, QKEY, 0);
+    w->buf[w->pos - sizeof(struct chpp_wqe_ud) + 14] = CHPP_WQE_UD_MCAST;
+    chpp_wqe_sge(w, buf, 100, k);
+    chpp_post_send(b.d, &b2, w, true);
+    expect_send(&b, &a, 2, CHPP_WC_SUCCESS);
+    expect_recv(&a, &b, 2, 100, 2, 2);
+    expect_recv(&b, &a, 2, 100, 2, 2);
+    g_assert(!chpp_cqe_valid(a.d, &a.cq[1], &cqe));
+
+    /* Detached: a multicast finds no member, dropped and counted. */
+    g_assert_cmphex(mcg(b.d, false, 2, 1, MLID), ==, CHPP_STAT_OK);
+    drops = chpp_counter(b.d, CHPP_CNT_PKTS_DROPPED);
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 3, 0);
+    chpp_wqe_ud(w, MLID, 0, QKEY, 0);
+    w->buf[w->pos - sizeof(struct chpp_wqe_ud) + 14] = CHPP_WQE_UD_MCAST;
+    chpp_wqe_sge(w, buf, 100, k);
+    chpp_post_send(b.d, &b2, w, true);
+    expect_send(&b, &a, 3, CHPP_WC_SUCCESS);
+    expect_recv(&a, &b, 2, 100, 2, 2);
+    g_assert_cmpuint(chpp_counter(b.d, CHPP_CNT_PKTS_DROPPED), ==, drops + 1);
+
+    /* A unicast MLID in a multicast WQE is a bad WQE. */
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 4, 0);
+    chpp_wqe_ud(w, 5, 0, QKEY, 0);
+    w->buf[w->pos - sizeof(struct chpp_wqe_ud) + 14] = CHPP_WQE_UD_MCAST;
+    chpp_wqe_sge(w, buf, 100, k);
+    chpp_post_send(b.d, &b2, w, true);
+    expect_send(&b, &a, 4, CHPP_WC_LOC_QP_OP_ERR);
+    chpp_stop(a.d);
+    chpp_stop(b.d);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -695,6 +849,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/mad/special-qp-errors", test_special_qp_errors);
     qtest_add_func("/chpp-hca/mad/special-qp-loopback",
                    test_special_qp_loopback);
+    qtest_add_func("/chpp-hca/mad/mcast-link", test_mcast_link);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);

@@ -300,7 +300,9 @@ _Static_assert(CHPP_CNT_COUNT == CHPP_CNT_NUM, "counters are 0..NUM - 1");
     X(QUERY_STATS,      0x060) \
     X(SET_VF_RES,       0x061)      /* PF only */ \
     X(QUERY_VF_RES,     0x062)      /* PF only */ \
-    X(MAD_IFC,          0x070)      /* ABI 1.6 */
+    X(MAD_IFC,          0x070)      /* ABI 1.6 */ \
+    X(ATTACH_MCG,       0x071)      /* ABI 1.6 */ \
+    X(DETACH_MCG,       0x072)      /* ABI 1.6 */
 
 enum chpp_opcode {
     CHPP_CMD_LIST(CHPP_ABI_ENUM_CMD)
@@ -1098,6 +1100,17 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
  * LID); without a link it is dropped.
  */
 #define CHPP_WQE_UD_PEER            (1u << 0)
+/*
+ * UD segment flag CHPP_WQE_UD_MCAST (UD QPs): a multicast datagram to the
+ * group whose MLID is in dest_node (CHPP_MLID_MIN..CHPP_MLID_MAX); dest_vf,
+ * dest_qpn and dest_magic are ignored.  Every UD QP attached to the MLID
+ * (ATTACH_MCG) on every function of this node and of the peer's receives
+ * it, the sender's own QP included.
+ */
+#define CHPP_WQE_UD_MCAST           (1u << 1)
+#define CHPP_MCAST_QPN              0xffffffu
+#define CHPP_MLID_MIN               0xc000u
+#define CHPP_MLID_MAX               0xfffeu
 #define CHPP_MAD_SIZE               256
 #define CHPP_QP1_QKEY               0x80010000u
 #define CHPP_LID_PERMISSIVE         0xffffu
@@ -1133,6 +1146,21 @@ struct chpp_mad_ifc_out {
     chpp_le32 reserved[3];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_mad_ifc_out, CHPP_MAD_SIZE + 16);
+
+/*
+ * ATTACH_MCG / DETACH_MCG: in_modifier = QPN (a UD QP out of RESET),
+ * in_param = mailbox with struct chpp_mcg_attach.  A function has
+ * CHPP_MAX_MCGS groups (by MGID) of at most CHPP_MCG_MAX_QPS QPs each.
+ */
+#define CHPP_MAX_MCGS               64
+#define CHPP_MCG_MAX_QPS            8
+struct chpp_mcg_attach {
+    uint8_t  mgid[16];          /* network byte order, as in a GID */
+    chpp_le16 mlid;              /* CHPP_MLID_MIN..CHPP_MLID_MAX */
+    chpp_le16 reserved0;
+    chpp_le32 reserved1[3];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_mcg_attach, 32);
 
 /*
  * INIT_PORT in_modifier flag: the port's logical state stops at INIT when

@@ -97,7 +97,9 @@ struct chpp_wire_ext {
     uint32_t qkey;              /* UD */
     uint64_t atomic0;           /* swap/add; ATOMIC_ACK: original value */
     uint64_t atomic1;           /* compare */
-    uint32_t reserved[2];
+    uint16_t mlid;              /* multicast (dst_qpn 0xffffff): the group */
+    uint16_t reserved0;
+    uint32_t reserved1;
 };
 CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
 
