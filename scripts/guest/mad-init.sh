@@ -160,11 +160,9 @@ mad_sm_down() {
 
 IB_PEER=10.0.3.$((3 - NODE))
 
-# ipoib_stage: ib0 on chpp0 joins the broadcast group through opensm's SA
-# (ATTACH_MCG), gets carrier, and pings the peer over IPoIB.
-ipoib_stage() {
-    mad_extra_modules
-    mad_sm_up ipoib
+# ipoib_up: ib0 on chpp0 joins the broadcast group through opensm's SA
+# (ATTACH_MCG), gets carrier on both nodes, and pings the peer.
+ipoib_up() {
     w=0
     until [ -e /sys/class/net/ib0 ]; do
         sleep 1; w=$((w + 1)); [ $w -lt 30 ] || fail "no ib0"
@@ -181,10 +179,69 @@ ipoib_stage() {
     fetch ib0up 120 || fail "the peer's ib0 never came up"
     timeout 60 ping -c 5 -W 5 "$IB_PEER" >/tmp/ping.log 2>&1 || { cat /tmp/ping.log; fail "ping $IB_PEER over ib0"; }
     say "ipoib: $(grep -E 'packets transmitted|round-trip' /tmp/ping.log | tr '\n' ';')"
+}
+
+# ipoib_stage: IPoIB between the nodes (ping, also of 3000 bytes).
+ipoib_stage() {
+    mad_extra_modules
+    mad_sm_up ipoib
+    ipoib_up
     timeout 60 ping -c 3 -s 3000 -W 5 "$IB_PEER" >/tmp/ping2.log 2>&1 || { cat /tmp/ping2.log; fail "ping -s 3000 $IB_PEER over ib0"; }
     say "ipoib: 3000-byte pings: $(grep -E 'packets transmitted' /tmp/ping2.log)"
     mad_sm_down ipoib
     if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused'; then
         fail "kernel log of the IPoIB stage"
+    fi
+}
+
+# cm_run NAME SECS SERVER-CMD -- CLIENT-CMD: node 1 runs the server (in
+# the background, published as /www/NAME once it had 2 s to listen), node
+# 2 the client once it sees NAME; each one's output in /tmp/NAME.log.
+cm_run() {
+    name=$1 secs=$2
+    shift 2
+    srv="" cli=""
+    while [ "$1" != -- ]; do srv="$srv $1"; shift; done
+    shift
+    cli="$*"
+    if [ "$NODE" = 1 ]; then
+        # shellcheck disable=SC2086
+        timeout "$secs" $srv >"/tmp/$name.log" 2>&1 &
+        cpid=$!
+        sleep 2
+        echo up >"/www/$name"
+        wait $cpid
+    else
+        fetch "$name" 120 || fail "$name: the server never started"
+        # shellcheck disable=SC2086
+        timeout "$secs" $cli >"/tmp/$name.log" 2>&1
+    fi
+    crc=$?
+    if [ $crc != 0 ]; then
+        cat "/tmp/$name.log"
+        fail "$name: exited with $crc"
+    fi
+}
+
+# rdmacm_stage: rdma_cm over IPoIB addresses, the IB CM over QP1 MADs and
+# SA path records: rping, ucmatose and ib_write_bw -R between the nodes.
+rdmacm_stage() {
+    mad_extra_modules
+    mad_sm_up rdmacm
+    ipoib_up
+    srv_ip=10.0.3.1
+    cm_run rping 90 rping -s -a "$srv_ip" -v -C 10 -- rping -c -a "$srv_ip" -v -C 10
+    [ "$(grep -c 'ping data' /tmp/rping.log)" -ge 10 ] || { cat /tmp/rping.log; fail "rping: fewer than 10 pings"; }
+    say "rdmacm: rping -C 10: $(grep -c 'ping data' /tmp/rping.log) pings verified, $(tail -n 1 /tmp/rping.log)"
+    cm_run ucmatose 90 ucmatose -- ucmatose -s "$srv_ip"
+    grep -q 'test complete' /tmp/ucmatose.log || { cat /tmp/ucmatose.log; fail "ucmatose: no 'test complete'"; }
+    say "rdmacm: ucmatose: $(grep -E 'connect|data transfers|disconnect|complete' /tmp/ucmatose.log | tr -s ' ' | tr '\n' ';' | cut -c1-300)"
+    cm_run wbw 120 ib_write_bw -R -d chpp0 -n 500 -s 65536 -- ib_write_bw -R -d chpp0 -n 500 -s 65536 "$srv_ip"
+    row=$(awk '$1 == 65536 && NF >= 4' /tmp/wbw.log | tail -n 1)
+    [ -n "$row" ] || { cat /tmp/wbw.log; fail "ib_write_bw -R: no result row"; }
+    say "rdmacm: ib_write_bw -R 64 KiB x500: $(echo "$row" | awk '{print $4 " MB/s average"}')"
+    mad_sm_down rdmacm
+    if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused'; then
+        fail "kernel log of the rdma_cm stage"
     fi
 }

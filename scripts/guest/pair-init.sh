@@ -22,6 +22,8 @@
 #                     smpquery, perfquery, opensm on node 1, ibnetdiscover
 #   chpp.only=ipoib   pair: only the IPoIB stage (mad-init.sh): opensm, ib0
 #                     with carrier on both nodes, ping over it
+#   chpp.only=rdmacm  pair: only the rdma_cm stage (mad-init.sh): opensm,
+#                     IPoIB, then rping, ucmatose, ib_write_bw -R
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
@@ -119,7 +121,7 @@ fi
 
 # chpp.only=mad|ipoib: only that middleware stage (scripts/guest/mad-init.sh).
 case "$ONLY" in
-mad|ipoib)
+mad|ipoib|rdmacm)
     [ "$MODE" = pair ] || fail "chpp.only=$ONLY needs the pair"
     . /chpp/mad-init.sh
     "${ONLY}_stage"

@@ -112,6 +112,8 @@ CHPP_RDMA_TOOLS=(
     # management datagrams (docs/management-datagrams.md): infiniband-diags,
     # opensm
     ibstat smpquery perfquery sminfo saquery ibnetdiscover ibaddr opensm
+    # rdma_cm (rdmacm-utils)
+    rping ucmatose
 )
 CHPP_RDMA_LIBDIR=/usr/lib/x86_64-linux-gnu
 # Providers the guests load: rxe (soft-RoCE) from ibverbs-providers; the
@@ -139,9 +141,12 @@ chpp_copy_elf() {
 chpp_guest_rdma() {
     local root=$1 t p f
     for t in "${CHPP_RDMA_TOOLS[@]}"; do
-        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2, infiniband-diags, opensm)"
+        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2, infiniband-diags, opensm, rdmacm-utils)"
         chpp_copy_elf "$root" "$f"
     done
+    # dlopen()ed, so not in ldd's list: glibc's pthread_exit/pthread_cancel
+    # (rping's threads) need libgcc_s.
+    chpp_copy_elf "$root" "$CHPP_RDMA_LIBDIR/libgcc_s.so.1"
     mkdir -p "$root/etc/libibverbs.d"
     for p in "${CHPP_RDMA_PROVIDERS[@]}"; do
         f="$CHPP_RDMA_LIBDIR/libibverbs/lib$p-rdmav34.so"
