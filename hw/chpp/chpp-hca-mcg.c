@@ -219,7 +219,7 @@ static const VMStateDescription vmstate_chpp_mcg_entry = {
 
 /* Sent only while a QP is attached to a group. */
 const VMStateDescription vmstate_chpp_mcg = {
-    .name = "chpp-hca/mcg",
+    .name = "chpp-hca-function/mcg",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = chpp_mcg_needed,

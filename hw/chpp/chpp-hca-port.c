@@ -283,7 +283,7 @@ static const VMStateDescription vmstate_chpp_sma_port = {
 };
 
 const VMStateDescription vmstate_chpp_sma = {
-    .name = "chpp-hca/sma",
+    .name = "chpp-hca-function/sma",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = chpp_sma_needed,

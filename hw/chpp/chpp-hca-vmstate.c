@@ -30,8 +30,8 @@ static int chpp_function_pre_load(void *opaque)
     unsigned i;
 
     chpp_db_err_pre_load(s);
+    /* Streams without the /mcg and /sma subsections: no group, no SM. */
     chpp_mcg_reset(s);
-    /* A stream without the "chpp-hca/sma" subsection: no SM was there. */
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
         chpp_sma_defaults(s, &s->sma[i]);
     }

@@ -10,6 +10,7 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "chpp-hca-qtest.h"
+#include "libqos/libqos.h"
 
 #define PD          CHPP_NODE_PD
 #define MR_ALL      (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
@@ -832,6 +833,76 @@ static void test_mcast_link(void)
     chpp_stop(b.d);
 }
 
+/*
+ * Migration: what an SM set through the SMA (LID, SM LID, port state,
+ * node description) and the multicast table ("chpp-hca/sma" and
+ * "chpp-hca/mcg" subsections) arrive; multicast still reaches the QP.
+ */
+static void test_migrate_sma_mcg(void)
+{
+    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
+    struct chpp_mad_ifc_out out;
+    struct chpp_port_info pi;
+    struct chpp_cqe cqe;
+    ChppTQp q2;
+    ChppDev *dst;
+    Node a;
+    Mad m;
+    uint8_t *p;
+    uint32_t k;
+    uint64_t buf;
+    ChppWqeBuf *w;
+
+    chpp_node_setup(&a, chpp_start("node-id=5", NULL), 5, 0);
+    g_assert_cmphex(chpp_cmd(a.d, CHPP_CMD_CLOSE_PORT, 0, 1, 0), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_cmd(a.d, CHPP_CMD_INIT_PORT, 0,
+                             1 | CHPP_INIT_PORT_WAIT_SM, 0), ==, CHPP_STAT_OK);
+    m = port_info_set(a.d);
+    stw_be_p(m.b + 64 + 16, 0x20);
+    stw_be_p(m.b + 64 + 18, 0x21);
+    m.b[64 + 32] |= CHPP_PORT_ARMED;
+    mad_expect(a.d, 1, &m, 0, NULL, &out);
+    m = mad_new(SUBN_LID, SET, A_NODE_DESC, 0);
+    pstrcpy((char *)m.b + 64, 64, "before migration");
+    mad_expect(a.d, 1 | CHPP_MAD_IFC_LOCAL, &m, 0, NULL, &out);
+    ud_qp(&a, &q2, 2, 4);
+    g_assert_cmphex(mcg(a.d, true, 2, 7, 0xc003), ==, CHPP_STAT_OK);
+    buf = node_buf(&a, 4096, &k);
+
+    dst = chpp_start_incoming("node-id=5", uri);
+    migrate(a.d->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, a.d);
+    chpp_stop(a.d);
+    a.d = dst;
+
+    query_port(a.d, &pi);
+    g_assert_cmpuint(pi.state, ==, CHPP_PORT_ARMED);
+    g_assert_cmphex(le16_to_cpu(pi.lid), ==, 0x20);
+    g_assert_cmphex(le16_to_cpu(pi.sm_lid), ==, 0x21);
+    m = mad_new(SUBN_LID, GET, A_NODE_DESC, 0);
+    mad_expect(a.d, 1, &m, 0, &p, &out);
+    g_assert_cmpstr((char *)p, ==, "before migration");
+    /* The SM goes on: ACTIVE. */
+    m = port_info_set(a.d);
+    m.b[64 + 32] |= CHPP_PORT_ACTIVE;
+    mad_expect(a.d, 1, &m, 0, &p, &out);
+    g_assert_cmpuint(p[32] & 0xf, ==, CHPP_PORT_ACTIVE);
+    /* The group is there: a multicast from QP 2 reaches QP 2. */
+    w = chpp_wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_ud(w, 0xc003, 0, QKEY, 0);
+    w->buf[w->pos - sizeof(struct chpp_wqe_ud) + 14] = CHPP_WQE_UD_MCAST;
+    chpp_wqe_sge(w, buf, 64, k);
+    chpp_post_send(a.d, &q2, w, true);
+    chpp_poll_cq(a.d, &a.cq[0], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    chpp_poll_cq(a.d, &a.cq[1], &cqe);
+    g_assert_cmpuint(cqe.status, ==, CHPP_WC_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(cqe.qpn), ==, 2);
+    g_assert_cmphex(mcg(a.d, false, 2, 7, 0xc003), ==, CHPP_STAT_OK);
+    chpp_stop(a.d);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -850,6 +921,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/mad/special-qp-loopback",
                    test_special_qp_loopback);
     qtest_add_func("/chpp-hca/mad/mcast-link", test_mcast_link);
+    qtest_add_func("/chpp-hca/mad/migrate-sma-mcg", test_migrate_sma_mcg);
     ret = g_test_run();
     rmdir(tmpdir);
     g_free(tmpdir);
