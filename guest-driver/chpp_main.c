@@ -12,7 +12,7 @@ module_param(cmd_events, bool, 0444);
 MODULE_PARM_DESC(cmd_events, "complete HCR commands by events (default 1; 0 = poll)");
 static bool wait_sm;
 module_param(wait_sm, bool, 0444);
-MODULE_PARM_DESC(wait_sm, "ABI 1.6: the port waits in INIT for a subnet manager to make it ACTIVE (default 0: ACTIVE with the link, node-derived LIDs)");
+MODULE_PARM_DESC(wait_sm, "ABI 1.6: a PF's port waits in INIT for a subnet manager to make it ACTIVE (default 0: ACTIVE with the link, node-derived LIDs)");
 
 static void chpp_reset(struct chpp_dev *dev)
 {
@@ -170,8 +170,8 @@ static int chpp_setup(struct pci_dev *pdev)
 	}
 
 	err = chpp_cmd(dev, CHPP_CMD_INIT_PORT, 0,
-		       1 | (dev->mad && wait_sm ? CHPP_INIT_PORT_WAIT_SM : 0), 0,
-		       NULL);
+		       1 | (dev->mad && wait_sm && !dev->caps.func ?
+			    CHPP_INIT_PORT_WAIT_SM : 0), 0, NULL);
 	if (err)
 		goto down;
 	dev->port_open = true;
@@ -188,7 +188,8 @@ static int chpp_setup(struct pci_dev *pdev)
 		 (link & CHPP_LINK_ATTACHED) ? "attached" : "none",
 		 (link & CHPP_LINK_UP) ? " up" : "",
 		 link >> CHPP_LINK_PEER_SHIFT,
-		 dev->mad ? (wait_sm ? ", MADs, waiting for an SM" : ", MADs") : "");
+		 !dev->mad ? "" : wait_sm && !dev->caps.func ?
+		 ", MADs, waiting for an SM" : ", MADs");
 	return 0;
 
 drvdata:

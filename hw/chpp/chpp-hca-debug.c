@@ -282,7 +282,24 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
         sv_u64(&sv, "port", i + 1);
         sv_bool(&sv, "open", s->port_open[i]);
         sv_str(&sv, "state", abi_name(chpp_port_state_name(s->port_state[i])));
+        /* ABI 1.6: what the SMA holds (docs/management-datagrams.md) */
+        sv_u64(&sv, "lid", s->sma[i].lid);
+        sv_u64(&sv, "sm-lid", s->sma[i].sm_lid);
+        sv_u64(&sv, "cap-mask", s->sma[i].cap_mask);
+        sv_bool(&sv, "wait-sm", s->sma[i].wait_sm);
         sv_end(&sv);
+    }
+    sv_end_list(&sv);
+
+    sv_list(&sv, "multicast-groups");
+    for (i = 0; i < CHPP_MAX_MCGS; i++) {
+        if (s->mcgs[i].num_qps) {
+            sv_begin(&sv, NULL);
+            sv_u64(&sv, "mlid", s->mcgs[i].mlid);
+            sv_u64(&sv, "qps", s->mcgs[i].num_qps);
+            sv_u64(&sv, "first-qpn", s->mcgs[i].qpn[0]);
+            sv_end(&sv);
+        }
     }
     sv_end_list(&sv);
 
