@@ -63,6 +63,7 @@ static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
     const ChppHcaParams *p = &s->params;
     struct chpp_dev_cap cap = {
         .flags = cpu_to_le32(CHPP_DEV_CAP_FLAG_CMD_EVENTS |
+                             CHPP_DEV_CAP_FLAG_FAST_REG |
                              (s->func ? CHPP_DEV_CAP_FLAG_VF : 0)),
         .func = cpu_to_le16(s->func),
         .node_id = cpu_to_le16(p->node_id),
@@ -85,6 +86,7 @@ static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
         .page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(CHPP_MIN_PAGE_SHIFT,
                                                      CHPP_MAX_PAGE_SHIFT -
                                                      CHPP_MIN_PAGE_SHIFT + 1)),
+        .max_fr_pages = cpu_to_le32(CHPP_MAX_FR_PAGES),
     };
     uint8_t status = CHPP_STAT_OK;
 

@@ -21,6 +21,20 @@ static inline bool chpp_wqe_is_rd_atomic(uint8_t op)
            op == CHPP_WQE_ATOMIC_FA;
 }
 
+/* Local operations (ABI 1.6): executed on the adapter, no packet. */
+static inline bool chpp_wqe_is_local(uint8_t op)
+{
+    return op == CHPP_WQE_REG_MR || op == CHPP_WQE_LOCAL_INV;
+}
+
+/* The opcodes whose WQEs have a remote-address segment. */
+static inline bool chpp_wqe_has_raddr(uint8_t op)
+{
+    return op == CHPP_WQE_PUT || op == CHPP_WQE_PUT_IMM ||
+           op == CHPP_WQE_GET || op == CHPP_WQE_ATOMIC_CS ||
+           op == CHPP_WQE_ATOMIC_FA;
+}
+
 static inline uint32_t chpp_psn_add(uint32_t psn, uint32_t n)
 {
     return (psn + n) & CHPP_PSN_MASK;
@@ -76,6 +90,7 @@ typedef struct ChppWqe {
     struct chpp_wqe_ud ud;
     struct chpp_wqe_raddr raddr;
     struct chpp_wqe_atomic atomic;
+    struct chpp_wqe_reg reg;    /* REG_MR (ABI 1.6) */
     uint32_t num_sge;
     ChppSge sge[CHPP_MAX_SGE];
     const ChppMpt *sge_mr[CHPP_MAX_SGE];

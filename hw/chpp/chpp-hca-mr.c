@@ -54,6 +54,35 @@ static bool chpp_mtt_range_ok(ChppHcaState *s, uint64_t base, uint64_t n)
     return base <= s->params.num_mtts && n <= s->params.num_mtts - base;
 }
 
+/*
+ * A fast-registration region: its reserved MTT entries, and, if it is
+ * registered (length > 0), a range its pages cover.
+ */
+static const char *chpp_mpt_fr_invalid(ChppHcaState *s, const ChppMpt *mr)
+{
+    if (mr->flags & CHPP_MPT_PHYS) {
+        return "fast registration of a PHYS region";
+    }
+    if (mr->fr_max < 1 || mr->fr_max > CHPP_MAX_FR_PAGES) {
+        return "max_pages out of range";
+    }
+    if (!chpp_mtt_range_ok(s, mr->mtt_base, mr->fr_max)) {
+        return "MTT range beyond num-mtts";
+    }
+    if (!mr->length) {
+        return NULL;
+    }
+    if (mr->start + mr->length < mr->start) {
+        return "region wraps the address space";
+    }
+    if (!chpp_page_shift_ok(mr->log_page_size) ||
+        chpp_mr_npages(mr->start, mr->length, mr->log_page_size) >
+        mr->fr_max) {
+        return "registered range beyond its pages";
+    }
+    return NULL;
+}
+
 /* Everything an MPT entry must satisfy (SW2HW_MPT and incoming migration). */
 static const char *chpp_mpt_invalid(ChppHcaState *s, uint32_t idx,
                                     const ChppMpt *mr)
@@ -69,6 +98,12 @@ static const char *chpp_mpt_invalid(ChppHcaState *s, uint32_t idx,
     }
     if (mr->pd >= s->params.num_pds) {
         return "PD out of range";
+    }
+    if (mr->flags & CHPP_MPT_FAST_REG) {
+        return chpp_mpt_fr_invalid(s, mr);
+    }
+    if (mr->fr_max) {
+        return "max_pages without fast registration";
     }
     if (mr->length == 0 || mr->start + mr->length < mr->start) {
         return "empty region or region wraps the address space";
@@ -124,6 +159,25 @@ uint8_t chpp_cmd_sw2hw_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox)
         .mtt_base = le32_to_cpu(ctx.mtt_base),
     };
 
+    /* A fast-registration region starts free: no pages, no rights. */
+    if ((mr.flags & CHPP_MPT_FAST_REG) &&
+        (mr.flags & ~(CHPP_MPT_FAST_REG | CHPP_MPT_LOCAL_WRITE |
+                      CHPP_MPT_REMOTE_READ | CHPP_MPT_REMOTE_WRITE |
+                      CHPP_MPT_REMOTE_ATOMIC))) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "MPT %u: fast "
+                             "registration with flags 0x%x", idx, mr.flags);
+    }
+    if (mr.flags & CHPP_MPT_FAST_REG) {
+        mr.flags = CHPP_MPT_FAST_REG;
+        mr.fr_max = le32_to_cpu(ctx.max_pages);
+        mr.start = 0;
+        mr.length = 0;
+        mr.log_page_size = 0;
+    } else if (ctx.max_pages) {
+        return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "MPT %u: max_pages "
+                             "without CHPP_MPT_FAST_REG", idx);
+    }
+
     why = chpp_mpt_invalid(s, idx, &mr);
     if (why) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
@@ -175,7 +229,9 @@ uint8_t chpp_cmd_query_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox)
         ctx.key = cpu_to_le32(mr->key);
         ctx.pd = cpu_to_le32(mr->pd);
         ctx.log_page_size = mr->log_page_size;
-        ctx.state = CHPP_RES_HW;
+        ctx.state = (mr->flags & CHPP_MPT_FAST_REG) && !mr->length ?
+                    CHPP_RES_FREE : CHPP_RES_HW;
+        ctx.max_pages = cpu_to_le32(mr->fr_max);
         ctx.start = cpu_to_le64(mr->start);
         ctx.length = cpu_to_le64(mr->length);
         ctx.mtt_base = cpu_to_le32(mr->mtt_base);
@@ -235,7 +291,8 @@ const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
     uint64_t off;
 
     if (idx >= s->params.num_mpts || !s->mpts[idx].hw ||
-        s->mpts[idx].key != key) {
+        s->mpts[idx].key != key ||
+        ((s->mpts[idx].flags & CHPP_MPT_FAST_REG) && !s->mpts[idx].length)) {
         *verr = CHPP_VERR_BAD_LKEY;
         goto fail;
     }
@@ -259,6 +316,112 @@ const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
 fail:
     trace_chpp_hca_err_mr_lookup(s->func, key, pd, va, len, need, *verr);
     return NULL;
+}
+
+/* The fast-registration region of @key's index, in @pd, or NULL. */
+static ChppMpt *chpp_mr_fr(ChppHcaState *s, uint32_t pd, uint32_t key,
+                           uint8_t *verr)
+{
+    uint32_t idx = key >> CHPP_KEY_INDEX_SHIFT;
+    ChppMpt *mr = idx < s->params.num_mpts ? &s->mpts[idx] : NULL;
+
+    if (!mr || !mr->hw || !(mr->flags & CHPP_MPT_FAST_REG)) {
+        *verr = CHPP_VERR_BAD_LKEY;
+        return NULL;
+    }
+    if (mr->pd != pd) {
+        *verr = CHPP_VERR_LKEY_PD;
+        return NULL;
+    }
+    return mr;
+}
+
+uint8_t chpp_mr_fast_reg(ChppHcaState *s, uint32_t pd,
+                         const struct chpp_wqe_reg *r, uint8_t *verr)
+{
+    g_autofree uint64_t *pages = NULL;
+    ChppMpt *mr = chpp_mr_fr(s, pd, r->key, verr);
+    ChppMpt n;
+    const char *why;
+    uint32_t i;
+
+    if (!mr) {
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    /* IBA: a region is registered from the free state only. */
+    if (mr->length) {
+        chpp_guest_note(s, "REG_MR of MPT key 0x%08x: still registered",
+                        r->key);
+        *verr = CHPP_VERR_BAD_LKEY;
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    n = *mr;
+    n.key = r->key;
+    n.start = r->iova;
+    n.length = r->length;
+    n.log_page_size = r->log_page_size;
+    n.flags = CHPP_MPT_FAST_REG | r->access;
+    why = r->access & ~(CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ |
+                        CHPP_MPT_REMOTE_WRITE | CHPP_MPT_REMOTE_ATOMIC) ?
+          "unknown rights" : !chpp_mpt_flags_ok(n.flags) ?
+          "remote write or atomic access without local write" :
+          !r->length ? "empty region" :
+          r->npages < 1 || r->npages > mr->fr_max ? "more pages than reserved" :
+          chpp_mpt_invalid(s, mr - s->mpts, &n);
+    if (!why && chpp_mr_npages(n.start, n.length, n.log_page_size) >
+        r->npages) {
+        why = "range beyond its pages";
+    }
+    if (why) {
+        chpp_guest_note(s, "REG_MR of key 0x%08x (iova 0x%" PRIx64 " length "
+                        "0x%" PRIx64 ", %u pages of 2^%u): %s", r->key,
+                        r->iova, r->length, r->npages, r->log_page_size, why);
+        *verr = CHPP_VERR_LKEY_BOUNDS;
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    /* The page list, in guest memory: each page aligned to the size. */
+    pages = g_new(uint64_t, r->npages);
+    if (!chpp_dma_read(s, r->page_list, pages, r->npages * 8ull)) {
+        *verr = CHPP_VERR_DMA;
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    for (i = 0; i < r->npages; i++) {
+        pages[i] = le64_to_cpu(pages[i]);
+        if (pages[i] & ((1ull << n.log_page_size) - 1)) {
+            chpp_guest_note(s, "REG_MR of key 0x%08x: page %u at 0x%" PRIx64
+                            " not aligned", r->key, i, pages[i]);
+            *verr = CHPP_VERR_LKEY_BOUNDS;
+            return CHPP_WC_LOC_PROT_ERR;
+        }
+    }
+    for (i = 0; i < r->npages; i++) {
+        s->mtt[mr->mtt_base + i] = pages[i] | CHPP_MTT_VALID;
+    }
+    *mr = n;
+    trace_chpp_hca_mpt_fast_reg(s->func, r->key, r->iova, r->length,
+                                r->npages);
+    return 0;
+}
+
+uint8_t chpp_mr_invalidate(ChppHcaState *s, uint32_t pd, uint32_t key,
+                           uint8_t *verr)
+{
+    ChppMpt *mr = chpp_mr_fr(s, pd, key, verr);
+
+    if (!mr) {
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    /* A free region may be invalidated again; a registered one by key. */
+    if (mr->length && mr->key != key) {
+        *verr = CHPP_VERR_BAD_LKEY;
+        return CHPP_WC_LOC_PROT_ERR;
+    }
+    mr->flags = CHPP_MPT_FAST_REG;
+    mr->start = 0;
+    mr->length = 0;
+    mr->log_page_size = 0;
+    trace_chpp_hca_mpt_invalidate(s->func, key);
+    return 0;
 }
 
 /*
@@ -426,6 +589,56 @@ int chpp_mr_post_load(ChppHcaState *s)
     }
     return 0;
 }
+
+/* Incoming state: no fast-registration region unless the stream has it. */
+void chpp_mr_pre_load(ChppHcaState *s)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->params.num_mpts; i++) {
+        s->mpts[i].fr_max = 0;
+    }
+}
+
+static bool chpp_frmr_needed(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    uint32_t i;
+
+    for (i = 0; i < s->params.num_mpts; i++) {
+        if (s->mpts[i].hw && (s->mpts[i].flags & CHPP_MPT_FAST_REG)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_chpp_mpt_fr = {
+    .name = "chpp-hca-mpt-fr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT32(fr_max, ChppMpt),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * ABI 1.6: the MTT entries each fast-registration region reserved, sent
+ * only while there is one; checked with the MPTs (chpp_mr_post_load()).
+ */
+const VMStateDescription vmstate_chpp_frmr = {
+    .name = "chpp-hca-function/frmr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = chpp_frmr_needed,
+    .fields = (VMStateField[]) {
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mpts, ChppHcaState,
+                                             params.num_mpts,
+                                             vmstate_chpp_mpt_fr, ChppMpt),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 const VMStateDescription vmstate_chpp_mpt = {
     .name = "chpp-hca-mpt",

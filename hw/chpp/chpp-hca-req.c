@@ -105,7 +105,8 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
         pkt.atomic0 = w->atomic.swap_add;
         pkt.atomic1 = w->atomic.compare;
     } else {
-        pkt.op = op == CHPP_WQE_SEND ? CHPP_OP_SEND :
+        pkt.op = op == CHPP_WQE_SEND || op == CHPP_WQE_SEND_INV ?
+                 CHPP_OP_SEND :
                  op == CHPP_WQE_SEND_IMM ? CHPP_OP_SEND_IMM :
                  op == CHPP_WQE_NAP ? CHPP_OP_NAP :
                  op == CHPP_WQE_PUT ? CHPP_OP_WRITE : CHPP_OP_WRITE_IMM;
@@ -145,6 +146,11 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
             }
             if (op == CHPP_WQE_SEND_IMM || op == CHPP_WQE_PUT_IMM) {
                 pkt.flags |= CHPP_WIRE_F_IMM;
+            }
+            if (op == CHPP_WQE_SEND_INV) {
+                /* The responder frees the region of this key. */
+                pkt.flags |= CHPP_WIRE_F_INV;
+                pkt.rkey = w->ctrl.imm;
             }
         }
         pkt.psn = chpp_psn_add(e->first_psn, i);
@@ -321,6 +327,28 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
 
         if (!chpp_wqe_fetch(s, qp, qp->sq_ci, w, &status, &verr)) {
             chpp_req_wqe_error(s, qp, w, status, verr);
+            continue;
+        }
+        if (chpp_wqe_is_local(w->ctrl.opcode)) {
+            /*
+             * REG_MR and LOCAL_INV act on this adapter, once every WQE
+             * before them completed: their completion stays in order, and
+             * what follows them sees their effect.
+             */
+            if (qp->eng.infl_count) {
+                return;
+            }
+            status = w->ctrl.opcode == CHPP_WQE_REG_MR ?
+                     chpp_mr_fast_reg(s, qp->pd, &w->reg, &verr) :
+                     chpp_mr_invalidate(s, qp->pd, w->ctrl.imm, &verr);
+            if (status) {
+                chpp_req_wqe_error(s, qp, w, status, verr);
+                continue;
+            }
+            chpp_count(s, CHPP_CNT_WQES);
+            qp->sq_ci = (qp->sq_ci + 1) & CHPP_IDX_MASK;
+            w->length = 0;
+            chpp_req_complete_now(s, qp, w, 0, 0);
             continue;
         }
         if (chpp_wqe_is_rd_atomic(w->ctrl.opcode) &&

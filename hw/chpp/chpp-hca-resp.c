@@ -109,6 +109,10 @@ static void chpp_recv_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
             cqe.imm = cpu_to_le32(pkt->imm);
             cqe.flags |= CHPP_CQE_FLAG_IMM;
         }
+        if (pkt->flags & CHPP_WIRE_F_INV) {
+            cqe.imm = cpu_to_le32(pkt->rkey);
+            cqe.flags |= CHPP_CQE_FLAG_INV;
+        }
         if (sol) {
             cqe.flags |= CHPP_CQE_FLAG_SOLICITED;
         }
@@ -202,6 +206,14 @@ static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     }
     eng->recv_len += pkt->len;
     if (pkt->flags & CHPP_WIRE_F_LAST) {
+        /* SEND_INV (ABI 1.6): the region of rkey is free from now on. */
+        if ((pkt->flags & CHPP_WIRE_F_INV) &&
+            chpp_mr_invalidate(s, qp->pd, pkt->rkey, &verr)) {
+            chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP,
+                           CHPP_EVENT_WQ_ACCESS_ERROR, true, wr_id,
+                           CHPP_WC_REM_INV_REQ_ERR, CHPP_VERR_RKEY);
+            return false;
+        }
         eng->recv_active = false;
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, 0, 0, eng->recv_len,
                       pkt);

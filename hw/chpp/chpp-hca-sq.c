@@ -28,6 +28,10 @@ uint8_t chpp_cqe_send_opcode(uint8_t wqe_opcode)
         return CHPP_CQE_OP_COMP_SWAP;
     case CHPP_WQE_ATOMIC_FA:
         return CHPP_CQE_OP_FETCH_ADD;
+    case CHPP_WQE_REG_MR:
+        return CHPP_CQE_OP_REG_MR;
+    case CHPP_WQE_LOCAL_INV:
+        return CHPP_CQE_OP_LOCAL_INV;
     default:
         return CHPP_CQE_OP_SEND;
     }
@@ -45,7 +49,10 @@ bool chpp_wqe_opcode_ok(uint8_t type, uint8_t op)
         return true;
     case CHPP_WQE_PUT:
     case CHPP_WQE_PUT_IMM:
+    case CHPP_WQE_REG_MR:
+    case CHPP_WQE_LOCAL_INV:
         return !chpp_qpt_ud(type);
+    case CHPP_WQE_SEND_INV:
     case CHPP_WQE_GET:
     case CHPP_WQE_ATOMIC_CS:
     case CHPP_WQE_ATOMIC_FA:
@@ -120,7 +127,16 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
                                 CHPP_VERR_BAD_OPCODE);
         }
     }
-    if (w->ctrl.opcode >= CHPP_WQE_PUT) {
+    if (w->ctrl.opcode == CHPP_WQE_REG_MR) {
+        memcpy(&w->reg, buf + pos, sizeof(w->reg));
+        w->reg.iova = le64_to_cpu(w->reg.iova);
+        w->reg.length = le64_to_cpu(w->reg.length);
+        w->reg.page_list = le64_to_cpu(w->reg.page_list);
+        w->reg.key = le32_to_cpu(w->reg.key);
+        w->reg.npages = le16_to_cpu(w->reg.npages);
+        pos += sizeof(w->reg);
+    }
+    if (chpp_wqe_has_raddr(w->ctrl.opcode)) {
         memcpy(&w->raddr, buf + pos, sizeof(w->raddr));
         w->raddr.raddr = le64_to_cpu(w->raddr.raddr);
         w->raddr.rkey = le32_to_cpu(w->raddr.rkey);

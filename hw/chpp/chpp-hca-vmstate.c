@@ -30,6 +30,7 @@ static int chpp_function_pre_load(void *opaque)
     unsigned i;
 
     chpp_db_err_pre_load(s);
+    chpp_mr_pre_load(s);
     /* Streams without the /mcg and /sma subsections: no group, no SM. */
     chpp_mcg_reset(s);
     for (i = 0; i < CHPP_NUM_PORTS; i++) {
@@ -77,6 +78,7 @@ static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_lost,
     &vmstate_chpp_sma,
     &vmstate_chpp_mcg,
+    &vmstate_chpp_frmr,
     NULL
 };
 

@@ -81,6 +81,11 @@ typedef struct ChppMpt {
     uint64_t start;
     uint64_t length;
     uint32_t mtt_base;
+    /*
+     * ABI 1.6, CHPP_MPT_FAST_REG: the MTT entries reserved for it (the
+     * "chpp-hca-function/frmr" subsection).  Free while length is 0.
+     */
+    uint32_t fr_max;
 } ChppMpt;
 
 /* A ring in guest memory reached through MTT entries (CQs, SQs, RQs). */
@@ -547,6 +552,17 @@ typedef struct ChppSge {
 bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
                  uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
                  DMADirection dir, uint8_t *verr);
+/*
+ * Fast registration (ABI 1.6): REG_MR of @r (host order) for a QP of @pd;
+ * LOCAL_INV or a peer's SEND_INV of @key.  0, or a CHPP_WC_* status with
+ * *verr set.
+ */
+uint8_t chpp_mr_fast_reg(ChppHcaState *s, uint32_t pd,
+                         const struct chpp_wqe_reg *r, uint8_t *verr);
+uint8_t chpp_mr_invalidate(ChppHcaState *s, uint32_t pd, uint32_t key,
+                           uint8_t *verr);
+void chpp_mr_pre_load(ChppHcaState *s);
+extern const VMStateDescription vmstate_chpp_frmr;
 /* Copy between @buf and a checked region; false on a DMA/MTT fault. */
 bool chpp_mr_rw(ChppHcaState *s, const ChppMpt *mr, uint64_t va, void *buf,
                 uint64_t len, DMADirection dir);

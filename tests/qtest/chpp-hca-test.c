@@ -295,7 +295,9 @@ static void test_hcr_query_fw_dev_cap(void)
     g_assert_cmphex(chpp_cmd(d, CHPP_CMD_QUERY_DEV_CAP, 0, 0, d->mbox_out),
                     ==, CHPP_STAT_OK);
     qtest_memread(d->qts, d->mbox_out, &cap, sizeof(cap));
-    g_assert_cmphex(le32_to_cpu(cap.flags), ==, CHPP_DEV_CAP_FLAG_CMD_EVENTS);
+    g_assert_cmphex(le32_to_cpu(cap.flags), ==, CHPP_DEV_CAP_FLAG_CMD_EVENTS |
+                    CHPP_DEV_CAP_FLAG_FAST_REG);
+    g_assert_cmpuint(le32_to_cpu(cap.max_fr_pages), ==, CHPP_MAX_FR_PAGES);
     g_assert_cmpuint(le16_to_cpu(cap.node_id), ==, 3);
     g_assert_cmpuint(cap.num_ports, ==, 1);
     g_assert_cmpuint(cap.log_uar_page_size, ==, CHPP_UAR_PAGE_SHIFT);

@@ -353,6 +353,8 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_fw_info, 32);
 /* QUERY_DEV_CAP: out_param = output mailbox. */
 #define CHPP_DEV_CAP_FLAG_CMD_EVENTS    (1u << 0)
 #define CHPP_DEV_CAP_FLAG_VF            (1u << 1)
+/* ABI 1.6: fast registration (CHPP_MPT_FAST_REG, REG_MR, invalidation) */
+#define CHPP_DEV_CAP_FLAG_FAST_REG      (1u << 2)
 
 struct chpp_dev_cap {
     chpp_le32 flags;             /* CHPP_DEV_CAP_FLAG_* */
@@ -378,7 +380,8 @@ struct chpp_dev_cap {
     chpp_le32 max_msg_size;
     chpp_le32 reserved1;
     chpp_le64 page_size_cap;     /* bit n set: pages of 2^n bytes */
-    chpp_le32 reserved2[10];
+    chpp_le32 reserved2[9];
+    chpp_le32 max_fr_pages;      /* ABI 1.6: CHPP_MAX_FR_PAGES */
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 
@@ -697,7 +700,16 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_db_lost, 16 + CHPP_MAX_QPS / 8);
 #define CHPP_MPT_REMOTE_WRITE       (1u << 2)
 #define CHPP_MPT_REMOTE_ATOMIC      (1u << 3)
 #define CHPP_MPT_PHYS               (1u << 8)   /* no MTT: iova = DMA addr */
-#define CHPP_MPT_FLAGS_MASK         0x10fu
+/*
+ * ABI 1.6: a fast-registration region (docs/memory-regions.md#fast-
+ * registration): SW2HW_MPT reserves max_pages MTT entries from mtt_base
+ * and leaves it free (no access, QUERY_MPT state CHPP_RES_FREE); a REG_MR
+ * WQE gives it pages, an address range, rights and a key; LOCAL_INV, or a
+ * SEND_INV from the peer, frees it again.
+ */
+#define CHPP_MPT_FAST_REG           (1u << 9)
+#define CHPP_MPT_FLAGS_MASK         0x30fu
+#define CHPP_MAX_FR_PAGES           512
 
 #define CHPP_MIN_PAGE_SHIFT         12
 #define CHPP_MAX_PAGE_SHIFT         30
@@ -706,6 +718,7 @@ enum chpp_res_state {
     CHPP_RES_SW = 0,            /* not in hardware ownership */
     CHPP_RES_HW = 1,            /* valid */
     CHPP_RES_ERROR = 2,         /* CQ: overrun or DMA error, stopped */
+    CHPP_RES_FREE = 3,          /* ABI 1.6: fast-reg region, not registered */
 };
 
 /* SW2HW_MPT: in_modifier = MPT index, in_param = mailbox; QUERY_MPT out. */
@@ -719,7 +732,8 @@ struct chpp_mpt_context {
     chpp_le64 start;             /* I/O virtual address of byte 0 */
     chpp_le64 length;
     chpp_le32 mtt_base;          /* MTT entry of the page holding 'start' */
-    chpp_le32 reserved1[7];
+    chpp_le32 max_pages;         /* ABI 1.6: CHPP_MPT_FAST_REG: 1..512 */
+    chpp_le32 reserved1[6];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_mpt_context, 64);
 
@@ -772,6 +786,8 @@ enum chpp_cqe_opcode {          /* values of enum ib_wc_opcode */
     CHPP_CQE_OP_RDMA_READ       = 2,
     CHPP_CQE_OP_COMP_SWAP       = 3,
     CHPP_CQE_OP_FETCH_ADD       = 4,
+    CHPP_CQE_OP_LOCAL_INV       = 6,    /* ABI 1.6 */
+    CHPP_CQE_OP_REG_MR          = 8,    /* ABI 1.6 */
     CHPP_CQE_OP_RECV            = 128,
     CHPP_CQE_OP_RECV_RDMA_IMM   = 129,
 };
@@ -796,6 +812,8 @@ enum chpp_wc_status {           /* values of enum ib_wc_status */
 #define CHPP_CQE_FLAG_IMM           (1u << 0)   /* imm is valid */
 #define CHPP_CQE_FLAG_SEND          (1u << 1)   /* send-queue completion */
 #define CHPP_CQE_FLAG_SOLICITED     (1u << 2)   /* SE bit of the message */
+/* ABI 1.6: a SEND_INV invalidated the region whose key is in imm. */
+#define CHPP_CQE_FLAG_INV           (1u << 3)
 
 struct chpp_cqe {
     chpp_le64 wr_id;
@@ -1017,6 +1035,10 @@ enum chpp_wqe_opcode {
     CHPP_WQE_GET            = 0x10, /* RDMA read */
     CHPP_WQE_ATOMIC_CS      = 0x11, /* compare and swap, 8 bytes */
     CHPP_WQE_ATOMIC_FA      = 0x12, /* fetch and add, 8 bytes */
+    /* ABI 1.6: fast registration (docs/memory-regions.md) */
+    CHPP_WQE_SEND_INV       = 0x03, /* SEND; the responder frees rkey imm */
+    CHPP_WQE_LOCAL_INV      = 0x20, /* free the fast-reg region of key imm */
+    CHPP_WQE_REG_MR         = 0x21, /* register: struct chpp_wqe_reg */
 };
 
 #define CHPP_WQE_SIGNALED           (1u << 0)
@@ -1046,6 +1068,18 @@ struct chpp_wqe_ud {
     uint8_t  reserved;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ud, 16);
+
+/* REG_MR (ABI 1.6): after the control segment, 32 bytes. */
+struct chpp_wqe_reg {
+    chpp_le64 iova;              /* the region's start */
+    chpp_le64 length;
+    chpp_le64 page_list;         /* DMA address of npages page addresses */
+    chpp_le32 key;               /* new key: this MPT's index, any tag */
+    chpp_le16 npages;            /* 1..the region's max_pages */
+    uint8_t  log_page_size;     /* 12..30 */
+    uint8_t  access;            /* CHPP_MPT_LOCAL_WRITE .. _REMOTE_ATOMIC */
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_reg, 32);
 
 struct chpp_wqe_raddr {
     chpp_le64 raddr;

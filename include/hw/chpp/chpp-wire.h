@@ -64,7 +64,8 @@ enum chpp_wire_op {
 #define CHPP_WIRE_F_ACK_REQ         (1u << 2)   /* responder must ACK */
 #define CHPP_WIRE_F_SOLICITED       (1u << 3)
 #define CHPP_WIRE_F_IMM             (1u << 4)   /* imm valid */
-#define CHPP_WIRE_F_MASK            0x1fu
+#define CHPP_WIRE_F_INV             (1u << 5)   /* SEND_INV: free rkey */
+#define CHPP_WIRE_F_MASK            0x3fu
 
 enum chpp_wire_syndrome {       /* NAK reasons */
     CHPP_NAK_PSN_SEQ    = 0,
