@@ -144,6 +144,8 @@ static enum ib_wc_opcode chpp_wc_opcode(u8 op)
 	case CHPP_CQE_OP_RDMA_READ: return IB_WC_RDMA_READ;
 	case CHPP_CQE_OP_COMP_SWAP: return IB_WC_COMP_SWAP;
 	case CHPP_CQE_OP_FETCH_ADD: return IB_WC_FETCH_ADD;
+	case CHPP_CQE_OP_LOCAL_INV: return IB_WC_LOCAL_INV;
+	case CHPP_CQE_OP_REG_MR: return IB_WC_REG_MR;
 	case CHPP_CQE_OP_RECV_RDMA_IMM: return IB_WC_RECV_RDMA_WITH_IMM;
 	default: return IB_WC_RECV;
 	}
@@ -179,6 +181,11 @@ static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 		/* The immediate's bytes as the sender posted them. */
 		wc->ex.imm_data = (__force __be32)cqe->imm;
 		wc->wc_flags |= IB_WC_WITH_IMM;
+	}
+	if (cqe->flags & CHPP_CQE_FLAG_INV) {
+		/* A SEND_INV freed this fast-registration region. */
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm);
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 	if (!(cqe->flags & CHPP_CQE_FLAG_SEND)) {
 		u16 node = le16_to_cpu(cqe->src_node);

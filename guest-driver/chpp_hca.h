@@ -79,6 +79,7 @@ struct chpp_caps {
 	u32 max_eqs, max_cqs, max_cq_entries, max_qps, max_qp_wqes;
 	u32 max_mpts, max_mtt_entries, max_pds, max_sge, max_inline;
 	u64 page_size_cap;
+	u32 max_fr_pages;	/* ABI 1.6, with CHPP_DEV_CAP_FLAG_FAST_REG */
 };
 
 struct chpp_dev {
@@ -160,6 +161,10 @@ struct chpp_mr {
 	struct ib_umem *umem;
 	u32 mtt_base;
 	u32 npages;
+	/* fast registration (alloc_mr): the page list REG_MR points at */
+	__le64 *pl;
+	dma_addr_t pl_dma;
+	u32 pl_max, pl_n;
 };
 
 struct chpp_ah {
@@ -312,6 +317,7 @@ int chpp_port_refresh(struct chpp_dev *dev);
 u16 chpp_src_lid(struct chpp_dev *dev, u16 node, u8 fn);
 int chpp_dlid_route(struct chpp_dev *dev, u16 dlid, u16 *node, u8 *fn,
 		    u8 *ud_flags);
+u8 chpp_mr_access(int acc);
 extern const struct ib_device_ops chpp_dev_ops;
 
 /* chpp_cq.c */

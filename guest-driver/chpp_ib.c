@@ -60,6 +60,11 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_srq = 0;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;
+	if (c->flags & CHPP_DEV_CAP_FLAG_FAST_REG) {
+		/* ABI 1.6: REG_MR, LOCAL_INV, SEND_INV (docs/memory-regions.md). */
+		a->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+		a->max_fast_reg_page_list_len = c->max_fr_pages;
+	}
 	if (dev->mad) {
 		a->device_cap_flags |= IB_DEVICE_PORT_ACTIVE_EVENT;
 		a->max_mcast_grp = CHPP_MAX_MCGS;
@@ -438,6 +443,15 @@ static u32 chpp_mpt_flags(int acc)
 	return f;
 }
 
+/* The rights of a REG_MR WQE (CHPP_MPT_* bits 3:0). */
+u8 chpp_mr_access(int acc)
+{
+	return chpp_mpt_flags(acc) & (CHPP_MPT_LOCAL_WRITE |
+				      CHPP_MPT_REMOTE_READ |
+				      CHPP_MPT_REMOTE_WRITE |
+				      CHPP_MPT_REMOTE_ATOMIC);
+}
+
 /* Allocate an MPT index with a fresh tag and SW2HW_MPT it. */
 static int chpp_mpt_create(struct chpp_dev *dev, struct chpp_mr *mr, u32 pdn,
 			   u32 flags, u64 start, u64 len, u8 log_ps)
@@ -528,6 +542,89 @@ free_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * A fast-registration region (ABI 1.6): free on the device until a REG_MR
+ * WQE gives it the pages map_mr_sg collected; its MTT entries and a page
+ * list the device reads are reserved here.
+ */
+static struct ib_mr *chpp_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				   u32 max_num_sg)
+{
+	struct chpp_dev *dev = to_cdev(ibpd->device);
+	struct chpp_mpt_context ctx = {};
+	struct chpp_mr *mr;
+	int idx, err;
+	u32 key;
+
+	if (!(dev->caps.flags & CHPP_DEV_CAP_FLAG_FAST_REG) ||
+	    type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > dev->caps.max_fr_pages)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pl_max = max_num_sg;
+	mr->pl = dma_alloc_coherent(&dev->pdev->dev, max_num_sg * sizeof(u64),
+				    &mr->pl_dma, GFP_KERNEL);
+	if (!mr->pl) {
+		err = -ENOMEM;
+		goto free_mr;
+	}
+	err = chpp_mtt_alloc(dev, max_num_sg, &mr->mtt_base);
+	if (err)
+		goto free_pl;
+	mr->npages = max_num_sg;
+	idx = ida_alloc_max(&dev->mpt_ida, dev->caps.max_mpts - 1, GFP_KERNEL);
+	if (idx < 0) {
+		err = idx;
+		goto free_mtt;
+	}
+	key = ((u32)idx << CHPP_KEY_INDEX_SHIFT) | ++dev->mpt_tag[idx];
+	ctx.flags = cpu_to_le32(CHPP_MPT_FAST_REG);
+	ctx.key = cpu_to_le32(key);
+	ctx.pd = cpu_to_le32(to_cpd(ibpd)->pdn);
+	ctx.mtt_base = cpu_to_le32(mr->mtt_base);
+	ctx.max_pages = cpu_to_le32(max_num_sg);
+	err = chpp_cmd_in(dev, CHPP_CMD_SW2HW_MPT, idx, &ctx, sizeof(ctx));
+	if (err) {
+		ida_free(&dev->mpt_ida, idx);
+		goto free_mtt;
+	}
+	mr->mpt = idx;
+	mr->ibmr.lkey = key;
+	mr->ibmr.rkey = key;
+	return &mr->ibmr;
+
+free_mtt:
+	chpp_mtt_free(dev, mr->mtt_base, max_num_sg);
+free_pl:
+	dma_free_coherent(&dev->pdev->dev, max_num_sg * sizeof(u64), mr->pl,
+			  mr->pl_dma);
+free_mr:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int chpp_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct chpp_mr *mr = to_cmr(ibmr);
+
+	if (mr->pl_n == mr->pl_max)
+		return -ENOMEM;
+	mr->pl[mr->pl_n++] = cpu_to_le64(addr);
+	return 0;
+}
+
+static int chpp_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
+			  int sg_nents, unsigned int *sg_offset)
+{
+	struct chpp_mr *mr = to_cmr(ibmr);
+
+	mr->pl_n = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, chpp_set_page);
+}
+
 static int chpp_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct chpp_dev *dev = to_cdev(ibmr->device);
@@ -538,6 +635,14 @@ static int chpp_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (err)
 		return err;
 	ida_free(&dev->mpt_ida, mr->mpt);
+	if (mr->pl) {
+		/* The device forgot the region: its entries are unused. */
+		chpp_mtt_free(dev, mr->mtt_base, mr->npages);
+		dma_free_coherent(&dev->pdev->dev, mr->pl_max * sizeof(u64),
+				  mr->pl, mr->pl_dma);
+		kfree(mr);
+		return 0;
+	}
 	if (mr->npages) {
 		u64 *zeros = kvcalloc(mr->npages, sizeof(u64), GFP_KERNEL);
 
@@ -738,6 +843,8 @@ const struct ib_device_ops chpp_dev_ops = {
 	.get_dma_mr = chpp_get_dma_mr,
 	.reg_user_mr = chpp_reg_user_mr,
 	.dereg_mr = chpp_dereg_mr,
+	.alloc_mr = chpp_alloc_mr,
+	.map_mr_sg = chpp_map_mr_sg,
 	.create_ah = chpp_create_ah,
 	.attach_mcast = chpp_attach_mcast,
 	.detach_mcast = chpp_detach_mcast,

@@ -63,6 +63,7 @@ static int chpp_query_caps(struct chpp_dev *dev)
 		.max_sge = le32_to_cpu(cap.max_sge),
 		.max_inline = le32_to_cpu(cap.max_inline),
 		.page_size_cap = le64_to_cpu(cap.page_size_cap),
+		.max_fr_pages = le32_to_cpu(cap.max_fr_pages),
 	};
 	if (dev->fw.abi_major != CHPP_ABI_VERSION_MAJOR) {
 		dev_err(d, "QUERY_FW reports ABI %u.%u, driver speaks %u\n",

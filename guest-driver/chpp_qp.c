@@ -487,6 +487,12 @@ static int chpp_wqe_opcode(enum ib_wr_opcode op, u8 type)
 		{ IB_WR_ATOMIC_CMP_AND_SWP, CHPP_WQE_ATOMIC_CS, BIT(CHPP_QPT_RC) },
 		{ IB_WR_ATOMIC_FETCH_AND_ADD, CHPP_WQE_ATOMIC_FA,
 		  BIT(CHPP_QPT_RC) },
+		/* ABI 1.6: fast registration (docs/memory-regions.md) */
+		{ IB_WR_SEND_WITH_INV, CHPP_WQE_SEND_INV, BIT(CHPP_QPT_RC) },
+		{ IB_WR_LOCAL_INV, CHPP_WQE_LOCAL_INV,
+		  BIT(CHPP_QPT_RC) | BIT(CHPP_QPT_UC) },
+		{ IB_WR_REG_MR, CHPP_WQE_REG_MR,
+		  BIT(CHPP_QPT_RC) | BIT(CHPP_QPT_UC) },
 	};
 	int i;
 
@@ -521,6 +527,22 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 	if (op == CHPP_WQE_SEND_IMM || op == CHPP_WQE_PUT_IMM)
 		/* The immediate's bytes as posted (network order). */
 		ctrl->imm = (__force __le32)wr->ex.imm_data;
+	if (op == CHPP_WQE_SEND_INV || op == CHPP_WQE_LOCAL_INV)
+		ctrl->imm = cpu_to_le32(wr->ex.invalidate_rkey);
+	if (op == CHPP_WQE_REG_MR) {
+		const struct ib_reg_wr *rw = reg_wr(wr);
+		struct chpp_mr *mr = to_cmr(rw->mr);
+		struct chpp_wqe_reg *r = p;
+
+		r->iova = cpu_to_le64(mr->ibmr.iova);
+		r->length = cpu_to_le64(mr->ibmr.length);
+		r->page_list = cpu_to_le64(mr->pl_dma);
+		r->key = cpu_to_le32(rw->key);
+		r->npages = cpu_to_le16(mr->pl_n);
+		r->log_page_size = ilog2(mr->ibmr.page_size);
+		r->access = chpp_mr_access(rw->access);
+		return 0;
+	}
 
 	if (chpp_qpt_is_ud(qp->type)) {
 		const struct ib_ud_wr *ud = ud_wr(wr);

@@ -138,7 +138,8 @@ ORDER=$(chpp_initramfs_modules "$ROOT" "$KVER" "${WANT[@]}")
 # boot: scripts/guest/mad-init.sh loads them from extra.list.
 if [ "$NESTED" = 0 ]; then
     mv "$ROOT/lib/modules/$KVER/load.list" "$RUN/load.list"
-    chpp_initramfs_modules "$ROOT" "$KVER" ib_cm ib_ipoib rdma_cm rdma_ucm >/dev/null
+    chpp_initramfs_modules "$ROOT" "$KVER" ib_cm ib_ipoib rdma_cm rdma_ucm \
+        nvme-rdma nvmet-rdma brd >/dev/null
     mv "$ROOT/lib/modules/$KVER/load.list" "$ROOT/lib/modules/$KVER/extra.list"
     mv "$RUN/load.list" "$ROOT/lib/modules/$KVER/load.list"
 fi

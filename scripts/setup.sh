@@ -48,8 +48,8 @@ PACKAGES=(
     # management datagrams in the guests: the SM/SA and the diagnostics
     # (docs/management-datagrams.md)
     opensm infiniband-diags
-    # rdma_cm in the guests (rping, ucmatose)
-    rdmacm-utils
+    # rdma_cm in the guests (rping, ucmatose); NVMe over RDMA (nvme)
+    rdmacm-utils nvme-cli
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)

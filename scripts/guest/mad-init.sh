@@ -122,7 +122,7 @@ mad_stage() {
 # (ib_cm, ib_ipoib, rdma_cm, rdma_ucm and what they need), in order.
 mad_extra_modules() {
     while read -r m; do
-        [ -d "/sys/module/$m" ] && continue
+        [ -d "/sys/module/$(echo "$m" | tr - _)" ] && continue
         insmod "$CHPP_MODDIR/$m.ko" || fail "insmod $m"
     done <"$CHPP_MODDIR/extra.list"
 }
@@ -243,5 +243,77 @@ rdmacm_stage() {
     mad_sm_down rdmacm
     if dmesg | grep -E 'WARNING:|BUG:|Oops|guest error|refused'; then
         fail "kernel log of the rdma_cm stage"
+    fi
+}
+
+# nvme_stage: NVMe over RDMA (docs/management-datagrams.md#nvme-over-rdma):
+# node 1 exports a RAM disk (brd's /dev/ram0) through nvmet-rdma on 10.0.3.1,
+# node 2 connects with nvme-cli (nvme-rdma: fast registration, SEND_INV),
+# writes a 1 MiB pattern, reads it back uncached, and disconnects.
+nvme_stage() {
+    mad_extra_modules
+    mad_sm_up nvme
+    ipoib_up
+    cfg=/sys/kernel/config
+    mount -t configfs none "$cfg" 2>/dev/null
+    if [ "$NODE" = 1 ]; then
+        # brd came with the other modules: /dev/ram0 is a RAM disk.
+        [ -b /dev/ram0 ] || fail "no /dev/ram0 (brd)"
+        sub=$cfg/nvmet/subsystems/chpp-nvme
+        mkdir "$sub" && echo 1 >"$sub/attr_allow_any_host" &&
+            mkdir "$sub/namespaces/1" &&
+            echo -n /dev/ram0 >"$sub/namespaces/1/device_path" &&
+            echo 1 >"$sub/namespaces/1/enable" &&
+            mkdir "$cfg/nvmet/ports/1" &&
+            echo 10.0.3.1 >"$cfg/nvmet/ports/1/addr_traddr" &&
+            echo rdma >"$cfg/nvmet/ports/1/addr_trtype" &&
+            echo 4420 >"$cfg/nvmet/ports/1/addr_trsvcid" &&
+            echo ipv4 >"$cfg/nvmet/ports/1/addr_adrfam" &&
+            ln -s "$sub" "$cfg/nvmet/ports/1/subsystems/chpp-nvme" ||
+            fail "nvmet configuration"
+        say "nvme: target chpp-nvme on rdma 10.0.3.1:4420, namespace 1 = /dev/ram0 ($(($(cat /sys/block/ram0/size) / 2048)) MiB)"
+        echo up >/www/nvmetarget
+        fetch nvmehost 300 || fail "the host never finished"
+    else
+        fetch nvmetarget 120 || fail "the target never came up"
+        mkdir -p /etc/nvme
+        hostnqn=nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-00000000c4a2
+        echo "$hostnqn" >/etc/nvme/hostnqn
+        timeout 120 nvme connect -t rdma -a 10.0.3.1 -s 4420 -n chpp-nvme \
+            --hostnqn="$hostnqn" --queue-size=32 --nr-io-queues=1 \
+            >/tmp/nvme-connect.log 2>&1 ||
+            { cat /tmp/nvme-connect.log; dmesg | grep -i nvme | tail; fail "nvme connect"; }
+        w=0
+        until [ -b /dev/nvme0n1 ]; do
+            sleep 1; w=$((w + 1)); [ $w -lt 30 ] || fail "no /dev/nvme0n1"
+        done
+        say "nvme: connected: $(cat /sys/class/nvme/nvme0/transport) $(cat /sys/class/nvme/nvme0/subsysnqn), /dev/nvme0n1 $(($(cat /sys/block/nvme0n1/size) / 2048)) MiB"
+        # A 1 MiB pattern, written in 64 KiB I/Os (16 pages each: fast
+        # registration), then read back past the page cache.
+        i=0
+        while [ $i -lt 256 ]; do
+            printf 'chpp-nvme block %08d ' "$i"
+            head -c 4071 /dev/zero | tr '\0' "$(printf "\\$(printf '%03o' $((65 + i % 26)))")"
+            i=$((i + 1))
+        done >/tmp/pattern
+        [ "$(wc -c </tmp/pattern)" = 1048576 ] || fail "pattern size $(wc -c </tmp/pattern)"
+        timeout 60 dd if=/tmp/pattern of=/dev/nvme0n1 bs=65536 count=16 conv=fsync 2>/tmp/dd-w.log ||
+            { cat /tmp/dd-w.log; fail "dd to /dev/nvme0n1"; }
+        echo 3 >/proc/sys/vm/drop_caches
+        timeout 60 dd if=/dev/nvme0n1 of=/tmp/readback bs=65536 count=16 2>/tmp/dd-r.log ||
+            { cat /tmp/dd-r.log; fail "dd from /dev/nvme0n1"; }
+        cmp /tmp/pattern /tmp/readback || fail "the pattern read back differs"
+        say "nvme: 1 MiB pattern written (64 KiB I/Os, fsync) and read back uncached: identical; write: $(tail -n 1 /tmp/dd-w.log); read: $(tail -n 1 /tmp/dd-r.log)"
+        timeout 60 nvme disconnect -n chpp-nvme >/tmp/nvme-dis.log 2>&1 ||
+            { cat /tmp/nvme-dis.log; fail "nvme disconnect"; }
+        [ -e /dev/nvme0n1 ] && fail "/dev/nvme0n1 still there after disconnect"
+        say "nvme: $(cat /tmp/nvme-dis.log)"
+        echo done >/www/nvmehost
+    fi
+    mad_sm_down nvme
+    # Disconnecting drains the queues: their receives are flushed.
+    if dmesg | grep -v '(WR flushed)' |
+            grep -E 'WARNING:|BUG:|Oops|guest error|refused|error completion'; then
+        fail "kernel log of the NVMe stage"
     fi
 }

@@ -24,6 +24,9 @@
 #                     with carrier on both nodes, ping over it
 #   chpp.only=rdmacm  pair: only the rdma_cm stage (mad-init.sh): opensm,
 #                     IPoIB, then rping, ucmatose, ib_write_bw -R
+#   chpp.only=nvme    pair: only the NVMe over RDMA stage (mad-init.sh):
+#                     nvmet-rdma on node 1, nvme-rdma + nvme-cli on node 2
+#                     (needs --device-args num-mpts=512,num-mtts=131072)
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
@@ -121,7 +124,7 @@ fi
 
 # chpp.only=mad|ipoib: only that middleware stage (scripts/guest/mad-init.sh).
 case "$ONLY" in
-mad|ipoib|rdmacm)
+mad|ipoib|rdmacm|nvme)
     [ "$MODE" = pair ] || fail "chpp.only=$ONLY needs the pair"
     . /chpp/mad-init.sh
     "${ONLY}_stage"

@@ -114,6 +114,8 @@ CHPP_RDMA_TOOLS=(
     ibstat smpquery perfquery sminfo saquery ibnetdiscover ibaddr opensm
     # rdma_cm (rdmacm-utils)
     rping ucmatose
+    # NVMe over RDMA (nvme-cli)
+    nvme
 )
 CHPP_RDMA_LIBDIR=/usr/lib/x86_64-linux-gnu
 # Providers the guests load: rxe (soft-RoCE) from ibverbs-providers; the
@@ -141,7 +143,7 @@ chpp_copy_elf() {
 chpp_guest_rdma() {
     local root=$1 t p f
     for t in "${CHPP_RDMA_TOOLS[@]}"; do
-        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2, infiniband-diags, opensm, rdmacm-utils)"
+        f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2, infiniband-diags, opensm, rdmacm-utils, nvme-cli)"
         chpp_copy_elf "$root" "$f"
     done
     # dlopen()ed, so not in ldd's list: glibc's pthread_exit/pthread_cancel
