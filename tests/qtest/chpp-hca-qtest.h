@@ -158,6 +158,34 @@ void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);
 /* True if @vector sent a message since the last call (and clears it). */
 bool chpp_msix_fired(ChppDev *d, uint16_t vector);
 
+/*
+ * Shared receive queues (ABI 1.5): an SRQ as the test sees it.  Its ring
+ * (then the consumer record) is allocated, filled with 0xee and mapped by
+ * chpp_create_srq().
+ */
+typedef struct ChppTSrq {
+    uint32_t srqn;
+    uint64_t ring;
+    uint32_t pi;
+    uint8_t log_size;
+    uint8_t stride;
+    uint16_t uar;
+} ChppTSrq;
+
+uint8_t chpp_sw2hw_srq(ChppDev *d, uint32_t srqn,
+                       const struct chpp_srq_context *ctx);
+uint8_t chpp_query_srq(ChppDev *d, uint32_t srqn,
+                       struct chpp_srq_context *ctx);
+uint8_t chpp_create_srq(ChppDev *d, ChppTSrq *q, uint32_t srqn, uint32_t pd,
+                        uint8_t log_size, uint8_t stride, uint16_t uar);
+void chpp_srq_db(ChppDev *d, uint16_t uar, uint32_t srqn, uint32_t pi);
+/* As chpp_post_recvs(), into the SRQ, and one SRQ doorbell. */
+void chpp_post_srq_recvs(ChppDev *d, ChppTSrq *q, uint64_t wr_id,
+                         const ChppTSge *sge, uint32_t nsge, uint32_t count);
+/* The consumer record the device wrote behind the ring. */
+void chpp_srq_record(ChppDev *d, const ChppTSrq *q, uint32_t *free,
+                     uint32_t *ci);
+
 /* Memory regions and CQs: raw commands returning the status. */
 uint8_t chpp_query_mpt(ChppDev *d, uint32_t idx, struct chpp_mpt_context *ctx);
 uint8_t chpp_write_mtt_status(ChppDev *d, uint64_t first,
