@@ -87,17 +87,18 @@ static int chpp_cmd_wait_idle(struct chpp_dev *dev)
 /* Called from the EQ handler for a CHPP_EVENT_CMD EQE. */
 void chpp_cmd_event(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 {
+	u16 token = le16_to_cpu(eqe->event.cmd.token);
+
 	atomic_inc(&dev->cmd_event_count);
-	if (!dev->cmd_events || eqe->event.cmd.token != dev->cmd_token) {
+	if (!dev->cmd_events || token != dev->cmd_token) {
 		dev_warn(&dev->pdev->dev,
 			 "unexpected command event: token %u status 0x%x (expected token %u)\n",
-			 eqe->event.cmd.token, eqe->event.cmd.status,
-			 dev->cmd_token);
+			 token, eqe->event.cmd.status, dev->cmd_token);
 		return;
 	}
 	dev->cmd_status = eqe->event.cmd.status;
-	dev->cmd_out = ((u64)eqe->event.cmd.out_param_hi << 32) |
-		       eqe->event.cmd.out_param_lo;
+	dev->cmd_out = ((u64)le32_to_cpu(eqe->event.cmd.out_param_hi) << 32) |
+		       le32_to_cpu(eqe->event.cmd.out_param_lo);
 	complete(&dev->cmd_done);
 }
 

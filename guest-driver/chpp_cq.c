@@ -67,11 +67,11 @@ int chpp_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto free_idx;
 
-	ctx.mtt_base = cq->buf.mtt_base;
+	ctx.mtt_base = cpu_to_le32(cq->buf.mtt_base);
 	ctx.log_page_size = PAGE_SHIFT;
-	ctx.num_entries = cq->n;
-	ctx.eqn = dev->eq.eqn;
-	ctx.uar = cq->uar;
+	ctx.num_entries = cpu_to_le32(cq->n);
+	ctx.eqn = cpu_to_le32(dev->eq.eqn);
+	ctx.uar = cpu_to_le16(cq->uar);
 	err = xa_err(xa_store_irq(&dev->cq_xa, idx, cq, GFP_KERNEL));
 	if (err)
 		goto free_buf;
@@ -152,42 +152,46 @@ static enum ib_wc_opcode chpp_wc_opcode(u8 op)
 static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 			   const struct chpp_cqe *cqe, struct ib_wc *wc)
 {
+	u32 qpn = le32_to_cpu(cqe->qpn);
+	u64 wqe_id = le64_to_cpu(cqe->wr_id);
 	struct chpp_qp *qp;
 	struct chpp_wq *wq;
 
 	memset(wc, 0, sizeof(*wc));
-	qp = xa_load(&dev->qp_xa, cqe->qpn);
+	qp = xa_load(&dev->qp_xa, qpn);
 	wc->status = cqe->status;
 	wc->opcode = chpp_wc_opcode(cqe->opcode);
-	wc->byte_len = cqe->byte_len;
+	wc->byte_len = le32_to_cpu(cqe->byte_len);
 	wc->vendor_err = cqe->vendor_err;
 	wc->port_num = 1;
 	if (!qp) {
 		dev_warn(&dev->pdev->dev, "CQ %u: CQE for unknown QP %u dropped\n",
-			 cq->cqn, cqe->qpn);
+			 cq->cqn, qpn);
 		wc->status = IB_WC_GENERAL_ERR;
 		return;
 	}
 	wc->qp = &qp->ibqp;
 	/* The WQE's wr_id field holds the driver's WQE counter. */
 	wq = (cqe->flags & CHPP_CQE_FLAG_SEND) ? &qp->sq : &qp->rq;
-	wc->wr_id = wq->wrid[cqe->wr_id & (wq->n - 1)];
-	wq->tail = (u32)cqe->wr_id + 1;
+	wc->wr_id = wq->wrid[wqe_id & (wq->n - 1)];
+	wq->tail = (u32)wqe_id + 1;
 	if (cqe->flags & CHPP_CQE_FLAG_IMM) {
+		/* The immediate's bytes as the sender posted them. */
 		wc->ex.imm_data = (__force __be32)cqe->imm;
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	}
 	if (!(cqe->flags & CHPP_CQE_FLAG_SEND)) {
-		wc->slid = CHPP_LID(cqe->src_node, cqe->src_vf);
+		wc->slid = CHPP_LID(le16_to_cpu(cqe->src_node), cqe->src_vf);
 		if (qp->type == CHPP_QPT_UD)
-			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC, cqe->src_qp);
+			wc->src_qp = CHPP_IBQPN(CHPP_UD_MAGIC,
+						le32_to_cpu(cqe->src_qp));
 		else
 			wc->src_qp = qp->dest_ibqpn;
 	}
 	if (cqe->status)
 		dev_warn(&dev->pdev->dev,
 			 "QP %u: error completion status %u (%s) vendor_err %u\n",
-			 cqe->qpn, cqe->status, ib_wc_status_msg(cqe->status),
+			 qpn, cqe->status, ib_wc_status_msg(cqe->status),
 			 cqe->vendor_err);
 }
 
@@ -251,7 +255,7 @@ void chpp_cq_clean(struct chpp_cq *cq, u32 qpn)
 
 		i--;
 		src = chpp_cqe_at(cq, i);
-		if (src->qpn == qpn)
+		if (le32_to_cpu(src->qpn) == qpn)
 			continue;
 		dst--;
 		if (dst != i) {

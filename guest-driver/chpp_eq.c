@@ -25,15 +25,16 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 		chpp_cmd_event(dev, eqe);
 		break;
 	case CHPP_EVENT_COMP:
-		chpp_cq_event(dev, eqe->event.cq.cqn, false);
+		chpp_cq_event(dev, le32_to_cpu(eqe->event.cq.cqn), false);
 		break;
 	case CHPP_EVENT_CQ_ERROR:
 		dev_err(d, "CQ %u error (overrun or ring access error)\n",
-			eqe->event.cq.cqn);
-		chpp_cq_event(dev, eqe->event.cq.cqn, true);
+			le32_to_cpu(eqe->event.cq.cqn));
+		chpp_cq_event(dev, le32_to_cpu(eqe->event.cq.cqn), true);
 		break;
 	case CHPP_EVENT_PORT_CHANGE:
-		dev_info(d, "port %u is now %s\n", eqe->event.port.port,
+		dev_info(d, "port %u is now %s\n",
+			 le32_to_cpu(eqe->event.port.port),
 			 eqe->subtype == CHPP_PORT_ACTIVE ? "ACTIVE" : "DOWN");
 		chpp_port_event(dev, eqe->subtype);
 		break;
@@ -41,21 +42,22 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 	case CHPP_EVENT_SQ_DRAINED:
 	case CHPP_EVENT_PATH_MIG:
 	case CHPP_EVENT_LAST_WQE_REACHED:
-		chpp_qp_event(dev, eqe->event.qp.qpn, eqe->type);
+		chpp_qp_event(dev, le32_to_cpu(eqe->event.qp.qpn), eqe->type);
 		break;
 	case CHPP_EVENT_WQ_CATAS_ERROR:
 	case CHPP_EVENT_WQ_INVAL_REQ:
 	case CHPP_EVENT_WQ_ACCESS_ERROR:
-		dev_err(d, "QP %u error event %s\n", eqe->event.qp.qpn,
+		dev_err(d, "QP %u error event %s\n",
+			le32_to_cpu(eqe->event.qp.qpn),
 			chpp_event_name(eqe->type));
-		chpp_qp_event(dev, eqe->event.qp.qpn, eqe->type);
+		chpp_qp_event(dev, le32_to_cpu(eqe->event.qp.qpn), eqe->type);
 		break;
 	case CHPP_EVENT_VF_FLR:
-		chpp_vf_flr_event(dev, eqe->event.vf.vf);
+		chpp_vf_flr_event(dev, le32_to_cpu(eqe->event.vf.vf));
 		break;
 	case CHPP_EVENT_EQ_OVERFLOW:
 		dev_err(d, "EQ %u overran: events were lost\n",
-			eqe->event.eq_overflow.eqn);
+			le32_to_cpu(eqe->event.eq_overflow.eqn));
 		break;
 	case CHPP_EVENT_LOCAL_CATAS:
 		dev_err(d, "local catastrophic error\n");
@@ -69,7 +71,7 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 		break;
 	case CHPP_EVENT_DOORBELL_ERROR:
 		if (eqe->subtype == CHPP_DB_ERR_FIFO_OVERFLOW) {
-			u32 v = eqe->event.db_error.value;
+			u32 v = le32_to_cpu(eqe->event.db_error.value);
 
 			/*
 			 * ABI 1.4: one event stands for every QP that lost a
@@ -81,10 +83,10 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 				chpp_qp_sq_redoorbell(dev, v >> CHPP_UAR_DB_QPN_SHIFT);
 		} else {
 			dev_err(d, "doorbell refused: offset 0x%x value 0x%llx uar 0x%x\n",
-				eqe->event.db_error.offset,
-				(u64)eqe->event.db_error.value_hi << 32 |
-				eqe->event.db_error.value,
-				eqe->event.db_error.uar);
+				le32_to_cpu(eqe->event.db_error.offset),
+				(u64)le32_to_cpu(eqe->event.db_error.value_hi) << 32 |
+				le32_to_cpu(eqe->event.db_error.value),
+				le32_to_cpu(eqe->event.db_error.uar));
 		}
 		break;
 	default:
@@ -111,7 +113,7 @@ void chpp_db_lost_work(struct work_struct *work)
 	/* A failure is logged by chpp_cmd; the marks stay on the device. */
 	if (chpp_cmd_query(dev, CHPP_CMD_QUERY_DB_LOST, 0, lost, sizeof(*lost)))
 		goto out;
-	nqps = min_t(u32, lost->num_qps, CHPP_MAX_QPS);
+	nqps = min_t(u32, le32_to_cpu(lost->num_qps), CHPP_MAX_QPS);
 	for (qpn = 0; qpn < nqps; qpn++) {
 		if (!(lost->qps[qpn / 8] & BIT(qpn % 8)))
 			continue;
@@ -139,7 +141,7 @@ static int chpp_eq_poll(struct chpp_dev *dev)
 		struct chpp_eqe *eqe = &eq->ring[eq->ci & (eq->n - 1)];
 		u32 want = ((eq->ci / eq->n) & 1) ^ 1;
 
-		if (!!(READ_ONCE(eqe->owner) & CHPP_EQE_OWNER) != want)
+		if (!!(le32_to_cpu(READ_ONCE(eqe->owner)) & CHPP_EQE_OWNER) != want)
 			break;
 		dma_rmb();	/* owner before the rest of the entry */
 		chpp_handle_eqe(dev, eqe);
@@ -190,9 +192,9 @@ int chpp_eq_init(struct chpp_dev *dev)
 		goto free_vec;
 	dev->irq_requested = true;
 
-	ctx.base_addr = eq->dma;
-	ctx.num_entries = eq->n;
-	ctx.msix_vector = 0;
+	ctx.base_addr = cpu_to_le64(eq->dma);
+	ctx.num_entries = cpu_to_le32(eq->n);
+	ctx.msix_vector = cpu_to_le16(0);
 	ctx.flags = CHPP_EQ_FLAG_ARMED;
 	err = chpp_cmd_in(dev, CHPP_CMD_SW2HW_EQ, eq->eqn, &ctx, sizeof(ctx));
 	if (err)

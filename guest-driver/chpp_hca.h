@@ -19,10 +19,6 @@
 #include "hw/chpp/chpp-hca-abi.h"
 #include "chpp_uverbs_abi.h"
 
-#ifdef __BIG_ENDIAN
-#error "chpp_hca: the ABI structures are little-endian; only LE guests are supported"
-#endif
-
 #define DRV_NAME "chpp_hca"
 
 /* qp_num exported to ib_core = magic << 12 | device QPN (see docs/guest-driver.md). */
@@ -32,6 +28,12 @@
 #define CHPP_KERNEL_UAR		0
 #define CHPP_EQ_ENTRIES		256
 #define CHPP_CMD_TIMEOUT_MS	10000
+/*
+ * Device counters shown as hw_counters (chpp_ib.c); the names of
+ * CHPP_CNT_LIST are at most 18 characters.
+ */
+#define CHPP_NUM_HW_STATS	3
+#define CHPP_HW_STAT_NAME_LEN	32
 
 struct chpp_mbox {
 	void *buf;
@@ -60,6 +62,25 @@ struct chpp_eq {
 	spinlock_t lock;
 };
 
+/*
+ * QUERY_FW and QUERY_DEV_CAP as the driver uses them: the mailboxes'
+ * little-endian fields in CPU byte order (chpp_query_caps()).
+ */
+struct chpp_fw {
+	u16 fw_major, fw_minor, fw_subminor;
+	u16 abi_major, abi_minor;
+};
+
+struct chpp_caps {
+	u32 flags;		/* CHPP_DEV_CAP_FLAG_* */
+	u16 func, node_id;
+	u8 num_ports;
+	u32 num_uar_pages, num_msix;
+	u32 max_eqs, max_cqs, max_cq_entries, max_qps, max_qp_wqes;
+	u32 max_mpts, max_mtt_entries, max_pds, max_sge, max_inline;
+	u64 page_size_cap;
+};
+
 struct chpp_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -67,8 +88,8 @@ struct chpp_dev {
 	void __iomem *uar_base;		/* BAR2 */
 	void __iomem *uar;		/* BAR2, kernel UAR page */
 	resource_size_t uar_phys;	/* BAR2 start */
-	struct chpp_dev_cap caps;
-	struct chpp_fw_info fw;
+	struct chpp_caps caps;
+	struct chpp_fw fw;
 	u16 node_id;
 	u64 port_guid;
 	bool ib_registered;
@@ -103,6 +124,9 @@ struct chpp_dev {
 	/* doorbells the FIFO lost: QUERY_DB_LOST, then RING_SQ per QP */
 	struct work_struct db_lost_work;
 	struct dentry *dbg;
+	/* hw_counters: the device counters' names, in lower case */
+	char stat_name[CHPP_NUM_HW_STATS][CHPP_HW_STAT_NAME_LEN];
+	struct rdma_stat_desc stat_desc[CHPP_NUM_HW_STATS];
 };
 
 struct chpp_ucontext {

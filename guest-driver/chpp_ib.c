@@ -11,6 +11,7 @@
 #include <linux/module.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
+#include <linux/string_helpers.h>
 #include "chpp_hca.h"
 
 static bool global_rkey_atomic;
@@ -22,7 +23,7 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 			     struct ib_udata *udata)
 {
 	struct chpp_dev *dev = to_cdev(ibdev);
-	const struct chpp_dev_cap *c = &dev->caps;
+	const struct chpp_caps *c = &dev->caps;
 
 	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
@@ -71,16 +72,16 @@ static int chpp_query_port(struct ib_device *ibdev, u32 port,
 	a->phys_state = pi.phys_state;
 	a->max_mtu = pi.max_mtu;
 	a->active_mtu = pi.active_mtu;
-	a->lid = pi.lid;
+	a->lid = le16_to_cpu(pi.lid);
 	a->sm_lid = 0;
 	a->lmc = 0;
-	a->gid_tbl_len = pi.gid_tbl_len;
-	a->pkey_tbl_len = pi.pkey_tbl_len;
-	a->max_msg_sz = pi.max_msg_size;
+	a->gid_tbl_len = le32_to_cpu(pi.gid_tbl_len);
+	a->pkey_tbl_len = le32_to_cpu(pi.pkey_tbl_len);
+	a->max_msg_sz = le32_to_cpu(pi.max_msg_size);
 	a->port_cap_flags = 0;
 	a->active_width = pi.link_width;
 	a->active_speed = pi.link_speed;
-	a->subnet_prefix = pi.gid_prefix;
+	a->subnet_prefix = le64_to_cpu(pi.gid_prefix);
 	return 0;
 }
 
@@ -190,13 +191,13 @@ static int chpp_mpt_create(struct chpp_dev *dev, struct chpp_mr *mr, u32 pdn,
 	if (idx < 0)
 		return idx;
 	key = ((u32)idx << CHPP_KEY_INDEX_SHIFT) | ++dev->mpt_tag[idx];
-	ctx.flags = flags;
-	ctx.key = key;
-	ctx.pd = pdn;
+	ctx.flags = cpu_to_le32(flags);
+	ctx.key = cpu_to_le32(key);
+	ctx.pd = cpu_to_le32(pdn);
 	ctx.log_page_size = log_ps;
-	ctx.start = start;
-	ctx.length = len;
-	ctx.mtt_base = mr->mtt_base;
+	ctx.start = cpu_to_le64(start);
+	ctx.length = cpu_to_le64(len);
+	ctx.mtt_base = cpu_to_le32(mr->mtt_base);
 	err = chpp_cmd_in(dev, CHPP_CMD_SW2HW_MPT, idx, &ctx, sizeof(ctx));
 	if (err) {
 		ida_free(&dev->mpt_ida, idx);
@@ -328,25 +329,26 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 /*
  * Device counters in /sys/class/infiniband/<dev>/hw_counters/ (and rdma
  * statistic): the doorbell ones, so that lost doorbells can be seen from
- * user space (devmem cannot map a BAR the driver holds).
+ * user space (devmem cannot map a BAR the driver holds). Their names are
+ * the ABI's (chpp_counter_name()) in lower case: "db_fifo_overflow".
  */
-static const u32 chpp_stat_cnt[] = {
+static const u32 chpp_stat_cnt[CHPP_NUM_HW_STATS] = {
 	CHPP_CNT_DB_FIFO_OVERFLOW,
 	CHPP_CNT_DB_ERRORS,
 	CHPP_CNT_EVENTS_DROPPED,
 };
 
-static const struct rdma_stat_desc chpp_stat_desc[] = {
-	{ .name = "db_fifo_overflow" },
-	{ .name = "db_errors" },
-	{ .name = "events_dropped" },
-};
-
 static struct rdma_hw_stats *chpp_alloc_hw_device_stats(struct ib_device *ibdev)
 {
-	BUILD_BUG_ON(ARRAY_SIZE(chpp_stat_cnt) != ARRAY_SIZE(chpp_stat_desc));
-	return rdma_alloc_hw_stats_struct(chpp_stat_desc,
-					  ARRAY_SIZE(chpp_stat_desc),
+	struct chpp_dev *dev = to_cdev(ibdev);
+	int i;
+
+	for (i = 0; i < CHPP_NUM_HW_STATS; i++) {
+		string_lower(dev->stat_name[i],
+			     chpp_counter_name(chpp_stat_cnt[i]));
+		dev->stat_desc[i].name = dev->stat_name[i];
+	}
+	return rdma_alloc_hw_stats_struct(dev->stat_desc, CHPP_NUM_HW_STATS,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -356,9 +358,9 @@ static int chpp_get_hw_stats(struct ib_device *ibdev,
 	struct chpp_dev *dev = to_cdev(ibdev);
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(chpp_stat_cnt); i++)
+	for (i = 0; i < CHPP_NUM_HW_STATS; i++)
 		stats->value[i] = chpp_rd(dev, CHPP_REG_CNT(chpp_stat_cnt[i]));
-	return ARRAY_SIZE(chpp_stat_cnt);
+	return CHPP_NUM_HW_STATS;
 }
 
 const struct ib_device_ops chpp_dev_ops = {

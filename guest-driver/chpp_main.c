@@ -25,15 +25,42 @@ static void chpp_reset(struct chpp_dev *dev)
 static int chpp_query_caps(struct chpp_dev *dev)
 {
 	struct device *d = &dev->pdev->dev;
+	struct chpp_dev_cap cap;
+	struct chpp_fw_info fw;
 	int err;
 
-	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_FW, 0, &dev->fw, sizeof(dev->fw));
+	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_FW, 0, &fw, sizeof(fw));
 	if (err)
 		return err;
-	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_DEV_CAP, 0, &dev->caps,
-			     sizeof(dev->caps));
+	err = chpp_cmd_query(dev, CHPP_CMD_QUERY_DEV_CAP, 0, &cap, sizeof(cap));
 	if (err)
 		return err;
+	dev->fw = (struct chpp_fw) {
+		.fw_major = le16_to_cpu(fw.fw_major),
+		.fw_minor = le16_to_cpu(fw.fw_minor),
+		.fw_subminor = le16_to_cpu(fw.fw_subminor),
+		.abi_major = le16_to_cpu(fw.abi_major),
+		.abi_minor = le16_to_cpu(fw.abi_minor),
+	};
+	dev->caps = (struct chpp_caps) {
+		.flags = le32_to_cpu(cap.flags),
+		.func = le16_to_cpu(cap.func),
+		.node_id = le16_to_cpu(cap.node_id),
+		.num_ports = cap.num_ports,
+		.num_uar_pages = le32_to_cpu(cap.num_uar_pages),
+		.num_msix = le32_to_cpu(cap.num_msix),
+		.max_eqs = le32_to_cpu(cap.max_eqs),
+		.max_cqs = le32_to_cpu(cap.max_cqs),
+		.max_cq_entries = le32_to_cpu(cap.max_cq_entries),
+		.max_qps = le32_to_cpu(cap.max_qps),
+		.max_qp_wqes = le32_to_cpu(cap.max_qp_wqes),
+		.max_mpts = le32_to_cpu(cap.max_mpts),
+		.max_mtt_entries = le32_to_cpu(cap.max_mtt_entries),
+		.max_pds = le32_to_cpu(cap.max_pds),
+		.max_sge = le32_to_cpu(cap.max_sge),
+		.max_inline = le32_to_cpu(cap.max_inline),
+		.page_size_cap = le64_to_cpu(cap.page_size_cap),
+	};
 	if (dev->fw.abi_major != CHPP_ABI_VERSION_MAJOR) {
 		dev_err(d, "QUERY_FW reports ABI %u.%u, driver speaks %u\n",
 			dev->fw.abi_major, dev->fw.abi_minor,

@@ -250,21 +250,21 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	struct chpp_qp_context *c = &m->ctx;
 	struct ib_qp *ibqp = &qp->ibqp;
 
-	m->attr_mask = mask & ~IB_QP_STATE;
+	m->attr_mask = cpu_to_le32(mask & ~IB_QP_STATE);
 	/* Creation fields (read by RST2INIT only). */
 	c->type = qp->type;
-	c->pd = to_cpd(ibqp->pd)->pdn;
-	c->send_cqn = to_ccq(ibqp->send_cq)->cqn;
-	c->recv_cqn = to_ccq(ibqp->recv_cq)->cqn;
-	c->sq_mtt_base = qp->sq.buf.mtt_base;
-	c->rq_mtt_base = qp->rq.buf.mtt_base;
+	c->pd = cpu_to_le32(to_cpd(ibqp->pd)->pdn);
+	c->send_cqn = cpu_to_le32(to_ccq(ibqp->send_cq)->cqn);
+	c->recv_cqn = cpu_to_le32(to_ccq(ibqp->recv_cq)->cqn);
+	c->sq_mtt_base = cpu_to_le32(qp->sq.buf.mtt_base);
+	c->rq_mtt_base = cpu_to_le32(qp->rq.buf.mtt_base);
 	c->log_sq_size = ilog2(qp->sq.n);
 	c->log_sq_stride = qp->sq.shift;
 	c->log_rq_size = ilog2(qp->rq.n);
 	c->log_rq_stride = qp->rq.shift;
 	c->sq_log_page_size = PAGE_SHIFT;
 	c->rq_log_page_size = PAGE_SHIFT;
-	c->uar = qp->uar;
+	c->uar = cpu_to_le16(qp->uar);
 	c->magic = qp->magic;
 	c->flags = qp->sig_all ? CHPP_QP_FLAG_SQ_SIG_ALL : 0;
 
@@ -273,21 +273,21 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		c->en_sqd_async_notify = a->en_sqd_async_notify;
 	if (mask & IB_QP_ACCESS_FLAGS)
-		c->access_flags = a->qp_access_flags &
+		c->access_flags = cpu_to_le32(a->qp_access_flags &
 			(CHPP_ACCESS_LOCAL_WRITE | CHPP_ACCESS_REMOTE_WRITE |
-			 CHPP_ACCESS_REMOTE_READ | CHPP_ACCESS_REMOTE_ATOMIC);
+			 CHPP_ACCESS_REMOTE_READ | CHPP_ACCESS_REMOTE_ATOMIC));
 	if (mask & IB_QP_PKEY_INDEX)
-		c->pkey_index = a->pkey_index;
+		c->pkey_index = cpu_to_le16(a->pkey_index);
 	if (mask & IB_QP_PORT)
 		c->port = a->port_num;
 	if (mask & IB_QP_QKEY)
-		c->qkey = a->qkey;
+		c->qkey = cpu_to_le32(a->qkey);
 	if (mask & IB_QP_AV) {
-		c->dest_node = CHPP_LID_NODE(rdma_ah_get_dlid(&a->ah_attr));
+		c->dest_node = cpu_to_le32(CHPP_LID_NODE(rdma_ah_get_dlid(&a->ah_attr)));
 		c->dest_vf = CHPP_LID_FN(rdma_ah_get_dlid(&a->ah_attr));
 	}
 	if (mask & IB_QP_DEST_QPN)
-		c->dest_qpn = a->dest_qp_num & CHPP_QPN_MASK;
+		c->dest_qpn = cpu_to_le32(a->dest_qp_num & CHPP_QPN_MASK);
 	if (mask & (IB_QP_AV | IB_QP_DEST_QPN)) {
 		u32 dq = (mask & IB_QP_DEST_QPN) ? a->dest_qp_num : qp->dest_ibqpn;
 
@@ -302,13 +302,13 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	if (mask & IB_QP_RNR_RETRY)
 		c->rnr_retry = a->rnr_retry;
 	if (mask & IB_QP_RQ_PSN)
-		c->rq_psn = a->rq_psn;
+		c->rq_psn = cpu_to_le32(a->rq_psn);
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		c->max_rd_atomic = a->max_rd_atomic;
 	if (mask & IB_QP_MIN_RNR_TIMER)
 		c->min_rnr_timer = a->min_rnr_timer;
 	if (mask & IB_QP_SQ_PSN)
-		c->sq_psn = a->sq_psn;
+		c->sq_psn = cpu_to_le32(a->sq_psn);
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		c->max_dest_rd_atomic = a->max_dest_rd_atomic;
 }
@@ -393,12 +393,12 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	qp->state = c.state;	/* the device may have moved it to ERR/SQE */
 	a->path_mtu = c.path_mtu ? c.path_mtu : IB_MTU_4096;
 	a->path_mig_state = IB_MIG_MIGRATED;
-	a->qkey = c.qkey;
-	a->rq_psn = c.rq_psn;
-	a->sq_psn = c.sq_psn;
+	a->qkey = le32_to_cpu(c.qkey);
+	a->rq_psn = le32_to_cpu(c.rq_psn);
+	a->sq_psn = le32_to_cpu(c.sq_psn);
 	a->dest_qp_num = qp->dest_ibqpn;
-	a->qp_access_flags = c.access_flags;
-	a->pkey_index = c.pkey_index;
+	a->qp_access_flags = le32_to_cpu(c.access_flags);
+	a->pkey_index = le16_to_cpu(c.pkey_index);
 	a->port_num = c.port ? c.port : 1;
 	a->en_sqd_async_notify = c.en_sqd_async_notify;
 	a->sq_draining = c.sq_draining;
@@ -410,7 +410,8 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	a->rnr_retry = c.rnr_retry;
 	if (qp->type != CHPP_QPT_UD) {
 		a->ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
-		rdma_ah_set_dlid(&a->ah_attr, CHPP_LID(c.dest_node, c.dest_vf));
+		rdma_ah_set_dlid(&a->ah_attr,
+				 CHPP_LID(le32_to_cpu(c.dest_node), c.dest_vf));
 		rdma_ah_set_port_num(&a->ah_attr, 1);
 	}
 	a->cap.max_send_wr = qp->sq.n;
@@ -475,7 +476,7 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 		return -EINVAL;
 	memset(wqe, 0, 1u << qp->sq.shift);
 	ctrl->opcode = op;
-	ctrl->wr_id = cookie;
+	ctrl->wr_id = cpu_to_le64(cookie);
 	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
 		ctrl->flags |= CHPP_WQE_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
@@ -483,38 +484,39 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 	if (wr->send_flags & IB_SEND_FENCE)
 		ctrl->flags |= CHPP_WQE_FENCE;
 	if (op == CHPP_WQE_SEND_IMM || op == CHPP_WQE_PUT_IMM)
-		ctrl->imm = (__force u32)wr->ex.imm_data;
+		/* The immediate's bytes as posted (network order). */
+		ctrl->imm = (__force __le32)wr->ex.imm_data;
 
 	if (qp->type == CHPP_QPT_UD) {
 		const struct ib_ud_wr *ud = ud_wr(wr);
 		struct chpp_wqe_ud *u = p;
 
-		u->dest_node = to_cah(ud->ah)->dest_node;
+		u->dest_node = cpu_to_le32(to_cah(ud->ah)->dest_node);
 		u->dest_vf = to_cah(ud->ah)->dest_vf;
-		u->dest_qpn = ud->remote_qpn & CHPP_QPN_MASK;
+		u->dest_qpn = cpu_to_le32(ud->remote_qpn & CHPP_QPN_MASK);
 		u->dest_magic = ud->remote_qpn >> CHPP_QPN_BITS;
-		u->qkey = (ud->remote_qkey & 0x80000000) ? qp->qkey :
-							   ud->remote_qkey;
+		u->qkey = cpu_to_le32((ud->remote_qkey & 0x80000000) ?
+				      qp->qkey : ud->remote_qkey);
 		p += SEG;
 	}
 	if (op == CHPP_WQE_PUT || op == CHPP_WQE_PUT_IMM || op == CHPP_WQE_GET) {
 		struct chpp_wqe_raddr *r = p;
 
-		r->raddr = rdma_wr(wr)->remote_addr;
-		r->rkey = rdma_wr(wr)->rkey;
+		r->raddr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		r->rkey = cpu_to_le32(rdma_wr(wr)->rkey);
 		p += SEG;
 	} else if (op == CHPP_WQE_ATOMIC_CS || op == CHPP_WQE_ATOMIC_FA) {
 		const struct ib_atomic_wr *aw = atomic_wr(wr);
 		struct chpp_wqe_raddr *r = p;
 		struct chpp_wqe_atomic *at = p + SEG;
 
-		r->raddr = aw->remote_addr;
-		r->rkey = aw->rkey;
+		r->raddr = cpu_to_le64(aw->remote_addr);
+		r->rkey = cpu_to_le32(aw->rkey);
 		if (op == CHPP_WQE_ATOMIC_CS) {
-			at->swap_add = aw->swap;
-			at->compare = aw->compare_add;
+			at->swap_add = cpu_to_le64(aw->swap);
+			at->compare = cpu_to_le64(aw->compare_add);
 		} else {
-			at->swap_add = aw->compare_add;
+			at->swap_add = cpu_to_le64(aw->compare_add);
 		}
 		p += 2 * SEG;
 	}
@@ -531,7 +533,7 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 			       wr->sg_list[i].length);
 			len += wr->sg_list[i].length;
 		}
-		in->length = len;
+		in->length = cpu_to_le32(len);
 		ctrl->flags |= CHPP_WQE_INLINE;
 		return 0;
 	}
@@ -541,9 +543,9 @@ static int chpp_build_send(struct chpp_qp *qp, const struct ib_send_wr *wr,
 	for (i = 0; i < wr->num_sge; i++) {
 		struct chpp_wqe_sge *s = p + SEG * i;
 
-		s->length = wr->sg_list[i].length;
-		s->lkey = wr->sg_list[i].lkey;
-		s->addr = wr->sg_list[i].addr;
+		s->length = cpu_to_le32(wr->sg_list[i].length);
+		s->lkey = cpu_to_le32(wr->sg_list[i].lkey);
+		s->addr = cpu_to_le64(wr->sg_list[i].addr);
 	}
 	return 0;
 }
@@ -638,14 +640,14 @@ int chpp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 		h = chpp_wqe(&qp->rq, slot);
-		h->wr_id = slot;
-		h->num_sge = wr->num_sge;
+		h->wr_id = cpu_to_le64(slot);
+		h->num_sge = cpu_to_le32(wr->num_sge);
 		h->reserved = 0;
 		s = (void *)(h + 1);
 		for (i = 0; i < wr->num_sge; i++) {
-			s[i].length = wr->sg_list[i].length;
-			s[i].lkey = wr->sg_list[i].lkey;
-			s[i].addr = wr->sg_list[i].addr;
+			s[i].length = cpu_to_le32(wr->sg_list[i].length);
+			s[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
+			s[i].addr = cpu_to_le64(wr->sg_list[i].addr);
 		}
 		qp->rq.wrid[slot & (qp->rq.n - 1)] = wr->wr_id;
 		qp->rq.head++;

@@ -73,6 +73,7 @@ int chpp_write_mtt(struct chpp_dev *dev, u32 first, const u64 *entries, u32 n)
 {
 	struct chpp_mbox mb;
 	struct chpp_write_mtt *w;
+	u32 i;
 	int err;
 
 	err = chpp_mbox_alloc(dev, &mb);
@@ -83,8 +84,9 @@ int chpp_write_mtt(struct chpp_dev *dev, u32 first, const u64 *entries, u32 n)
 		u32 cnt = min_t(u32, n, CHPP_MTT_PER_MAILBOX);
 
 		memset(w, 0, 16);
-		w->first_index = first;
-		memcpy(w->entries, entries, cnt * sizeof(u64));
+		w->first_index = cpu_to_le64(first);
+		for (i = 0; i < cnt; i++)
+			w->entries[i] = cpu_to_le64(entries[i]);
 		err = chpp_cmd(dev, CHPP_CMD_WRITE_MTT, mb.dma, cnt, 0, NULL);
 		if (err)
 			break;

@@ -14,16 +14,22 @@
  */
 static int chpp_sriov_provision(struct chpp_dev *dev, int num_vfs)
 {
-	const struct chpp_dev_cap *c = &dev->caps;
+	const struct chpp_caps *c = &dev->caps;
 	const struct chpp_vf_res res = {
-		.num_qps = min_t(u32, CHPP_VF_DEFAULT_QPS, c->max_qps),
-		.num_cqs = min_t(u32, CHPP_VF_DEFAULT_CQS, c->max_cqs),
-		.num_eqs = min_t(u32, CHPP_VF_DEFAULT_EQS, c->max_eqs),
-		.num_mpts = min_t(u32, CHPP_VF_DEFAULT_MPTS, c->max_mpts),
-		.num_pds = min_t(u32, CHPP_VF_DEFAULT_PDS, c->max_pds),
-		.num_mtts = min_t(u32, CHPP_VF_DEFAULT_MTTS,
-				  c->max_mtt_entries),
-		.msix_vectors = min_t(u32, CHPP_VF_DEFAULT_MSIX, c->num_msix),
+		.num_qps = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_QPS,
+					     c->max_qps)),
+		.num_cqs = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_CQS,
+					     c->max_cqs)),
+		.num_eqs = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_EQS,
+					     c->max_eqs)),
+		.num_mpts = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_MPTS,
+					      c->max_mpts)),
+		.num_pds = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_PDS,
+					     c->max_pds)),
+		.num_mtts = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_MTTS,
+					      c->max_mtt_entries)),
+		.msix_vectors = cpu_to_le32(min_t(u32, CHPP_VF_DEFAULT_MSIX,
+						  c->num_msix)),
 		.weight = 1,
 		.priority = 0,
 	};

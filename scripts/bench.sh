@@ -13,12 +13,12 @@
 #                                      --no-throughput, --no-baseline
 #   scripts/bench.sh --verbs [args...] perftest between the two driver
 #                                      guests on chpp-hca and on soft-RoCE
-#                                      (scripts/bench-verbs.sh)
+#                                      (scripts/lib/bench-verbs.sh)
 #
 # The table goes to stdout, with one "BENCH key=value ..." line per
 # measurement for scripts. See docs/build.md ("Benchmark").
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # Build output goes to stderr: stdout is only the table.
 "$CHPP_ROOT/scripts/setup.sh" >&2
@@ -26,7 +26,7 @@ set -euo pipefail
 
 if [ "${1:-}" = --verbs ]; then
     shift
-    exec "$CHPP_ROOT/scripts/bench-verbs.sh" "$@"
+    exec "$CHPP_ROOT/scripts/lib/bench-verbs.sh" "$@"
 fi
 prog=chpp-hca-bench
 if [ "${1:-}" = --link ]; then

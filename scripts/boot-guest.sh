@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot a small Linux guest (Debian's kernel + a busybox initramfs) on the
 # freshly built QEMU with one chpp-hca behind a PCIe root port, and print the
-# guest's PCI listing (see scripts/guest-init.sh for the format).
+# guest's PCI listing (see scripts/guest/guest-init.sh for the format).
 #
 #   scripts/boot-guest.sh [options] [-- extra QEMU args...]
 #
@@ -22,7 +22,8 @@
 # gdb on :1234, or "-- -trace 'chpp_hca_*'". The console is saved in
 # build/guest/console.log. Needs a built QEMU (scripts/build-qemu.sh).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+. "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
 VENDOR=$(chpp_abi_define CHPP_PCI_VENDOR_ID)
 DEVICE_ID=$(chpp_abi_define CHPP_PCI_DEVICE_ID_PF)
@@ -60,24 +61,18 @@ if [ -z "$KERNEL" ]; then
 fi
 [ -r "$KERNEL" ] || chpp_die "cannot read kernel $KERNEL"
 
-# --- initramfs: busybox + /init, rebuilt when either changes ---------------------
+# --- initramfs: busybox, scripts/guest/guest-init.sh as /init -------------------
+# (scripts/lib/initramfs.sh), packed again only when its contents changed.
 build_initramfs() {
-    local busybox=/bin/busybox init="$CHPP_ROOT/scripts/guest-init.sh"
-    local root="$GUEST/initramfs" stamp="$GUEST/initramfs.stamp" want
-    [ -x "$busybox" ] || chpp_die "no $busybox; run scripts/setup.sh (busybox-static)"
-    want="$(sha256sum "$busybox" "$init" | cut -d' ' -f1 | tr '\n' ' ')"
-    if [ -f "$INITRD" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-        return
+    local tree want
+    tree=$(mktemp -d "$GUEST/initramfs.XXXXXX")
+    chpp_initramfs_new "$tree" guest-init.sh
+    want=$(chpp_initramfs_digest "$tree")
+    if [ ! -f "$INITRD" ] || [ "$(cat "$INITRD.digest" 2>/dev/null)" != "$want" ]; then
+        chpp_initramfs_pack "$tree" "$INITRD" 9
+        echo "$want" >"$INITRD.digest"
     fi
-    rm -rf "$root"
-    mkdir -p "$root"/{bin,dev,proc,sys,tmp}
-    cp "$busybox" "$root/bin/busybox"
-    ln -s busybox "$root/bin/sh"
-    install -m 0755 "$init" "$root/init"
-    (cd "$root" && find . -print0 | LC_ALL=C sort -z |
-        cpio --null -o -H newc --quiet -R 0:0) | gzip -9n >"$INITRD.tmp"
-    mv "$INITRD.tmp" "$INITRD"
-    echo "$want" >"$stamp"
+    rm -rf "$tree"
 }
 build_initramfs
 

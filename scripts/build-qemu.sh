@@ -11,7 +11,7 @@
 #   --fuzz   clang + libFuzzer + ASan/UBSan build into build/qemu-fuzz/
 #            (default target: qemu-fuzz-x86_64; see scripts/fuzz.sh)
 #   --fuzz-cov  the --fuzz build plus clang source-based coverage of hw/chpp
-#            into build/qemu-fuzz-cov/ (scripts/cc-cov.sh; for the line
+#            into build/qemu-fuzz-cov/ (scripts/lib/cc-cov.sh; for the line
 #            coverage of scripts/fuzz.sh --line-cov)
 #   --tsan   clang + ThreadSanitizer build into build/qemu-tsan/ (default
 #            target: qemu-system-x86_64; scripts/qtest.sh --tsan drives it,
@@ -20,10 +20,10 @@
 # Idempotent and cheap when nothing changed. After the first run, a device
 # source edit only needs `ninja -C build/qemu`; run this script again when
 # files are added to or removed from tests/qtest/ (it refreshes the links and
-# the qtest and extra-program lists) or after editing scripts/qemu-hooks.patch.
+# the qtest and extra-program lists) or after editing scripts/lib/qemu-hooks.patch.
 # See docs/build.md for the layout and the exact hooks.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 SRC="$CHPP_QEMU_SRC"
 VARIANT=normal
@@ -35,7 +35,7 @@ case "${1:-}" in
 esac
 BLD="$CHPP_QEMU_BUILD"
 [ "$VARIANT" = normal ] || BLD="$CHPP_BUILD/qemu-$VARIANT"
-HOOKS="$CHPP_ROOT/scripts/qemu-hooks.patch"
+HOOKS="$CHPP_ROOT/scripts/lib/qemu-hooks.patch"
 # Copy of the hook patch as last applied to $SRC (lets us swap hook versions).
 HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
 
@@ -71,8 +71,8 @@ case "$VARIANT" in
         # The --fuzz arguments with the compilers wrapped: only hw/chpp gets
         # coverage instrumentation, the rest hits the --fuzz build's ccache.
         CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" --enable-fuzzing)
-        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cc=ccache /--cc=$CHPP_ROOT/scripts/cc-cov.sh }")
-        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cxx=ccache /--cxx=$CHPP_ROOT/scripts/cc-cov.sh }")
+        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cc=ccache /--cc=$CHPP_ROOT/scripts/lib/cc-cov.sh }")
+        CONFIGURE_ARGS=("${CONFIGURE_ARGS[@]/#--cxx=ccache /--cxx=$CHPP_ROOT/scripts/lib/cc-cov.sh }")
         DEFAULT_TARGETS=(qemu-fuzz-x86_64) ;;
     tsan)
         # The link's reader thread against the main loop (docs/security.md).
@@ -171,9 +171,9 @@ unapply_hooks() {
 apply_hooks() {
     hooks_applied && return 0
     unapply_hooks
-    chpp_log "applying scripts/qemu-hooks.patch"
+    chpp_log "applying scripts/lib/qemu-hooks.patch"
     (cd "$SRC" && patch -p1 -N -s -f --dry-run <"$HOOKS" >/dev/null) ||
-        chpp_die "scripts/qemu-hooks.patch does not apply to build/src/qemu-7.2+dfsg"
+        chpp_die "scripts/lib/qemu-hooks.patch does not apply to build/src/qemu-7.2+dfsg"
     (cd "$SRC" && patch -p1 -N -s -f --no-backup-if-mismatch <"$HOOKS")
     cp "$HOOKS" "$HOOKS_APPLIED"
 }

@@ -21,13 +21,13 @@
 #
 # Steps: setup + build (build/qemu for the qtests, build/qemu-fuzz for
 # qemu-fuzz-x86_64: clang, libFuzzer, ASan, UBSan), seeds from the qtests'
-# traffic (scripts/fuzz-seeds.py), the fuzz run on the corpus in
+# traffic (scripts/lib/fuzz-seeds.py), the fuzz run on the corpus in
 # build/fuzz/<target>/corpus (kept between runs), then one pass over the
 # whole corpus that prints the coverage of hw/chpp/*.c. Crashes, timeouts
 # (hangs) and other findings land in build/fuzz/<target>/artifacts/.
 # See docs/build.md, "Fuzzing".
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 TIME=300 RUNS="" TARGET=generic-fuzz-chpp-hca SEEDS=1 LINECOV=0 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -77,13 +77,13 @@ make_seeds() {
             cat >"$logs/$t.log" || true
     done
     rm -f "$SEEDDIR"/*
-    "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" "$SEEDDIR" "$logs"/*.log
+    "$CHPP_PYTHON" "$CHPP_ROOT/scripts/lib/fuzz-seeds.py" "$SEEDDIR" "$logs"/*.log
     rm -rf "$logs"
 }
 if [ "$SEEDS" = 1 ]; then
     case "$TARGET" in
         generic-fuzz-chpp-hca*) make_seeds ;;
-        chpp-hca-link|chpp-hca-link-stream) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/fuzz-seeds.py" --link "$SEEDDIR" ;;
+        chpp-hca-link|chpp-hca-link-stream) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/lib/fuzz-seeds.py" --link "$SEEDDIR" ;;
     esac
 fi
 

@@ -27,7 +27,7 @@
 # them from /proc/kallsyms (about 15 s) and they are kept in
 # build/guest/ksyms-<kernel version>-<image hash>.map.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 NODE=0 BATCH="" WAIT=1 KARGS=""
 PAIR_ARGS=()

@@ -45,8 +45,8 @@
 # <run dir>/mon1.sock, mon2.sock (printed at start). Exit status 0 only when
 # every guest reports "chpp-guest: RESULT PASS".
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-. "$CHPP_ROOT/scripts/guest-rdma.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+. "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0
@@ -115,43 +115,26 @@ flock "$GUEST/driver-build.lock" \
     make -s -C "$CHPP_ROOT/guest-driver/provider" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
     { cat "$GUEST/driver-build.log" >&2; chpp_die "verbs provider build failed"; }
 
-# --- initramfs: busybox, /init, modules in dependency order ----------------------
+# --- initramfs (scripts/lib/initramfs.sh): busybox, scripts/guest/pair-init.sh
+# as /init with the stages it sources, modules in dependency order ------------
 # Modules the guests need, by name; their dependencies are added first.
 WANT=(ib_core ib_uverbs virtio_pci virtio_net)
-# soft-RoCE, the verbs benchmark's baseline (scripts/bench-verbs.sh)
+# soft-RoCE, the verbs benchmark's baseline (scripts/lib/bench-verbs.sh)
 # (its CRC32, looked up by name, is a module of its own here)
 [ "$NESTED" = 1 ] || WANT+=(crc32_generic rdma_rxe)
 # VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
 # the initramfs has no modprobe database).
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
-declare -A SEEN=()
-ORDER=()
-add_mod() {
-    local m=$1 d
-    [ -n "${SEEN[$m]:-}" ] && return
-    SEEN[$m]=1
-    for d in $(modinfo -k "$KVER" -F depends "$m" | tr ',' ' '); do add_mod "$d"; done
-    ORDER+=("$m")
-}
-for m in "${WANT[@]}"; do add_mod "$m"; done
+STAGES=()
+[ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh)
+[ "$VFIO" = 1 ] && STAGES+=(vfio-init.sh)
+[ "$NESTED" = 1 ] && STAGES+=(nested-l1.sh)
 
 INITRD="$RUN/initramfs.cpio.gz"
 ROOT="$RUN/initramfs"
-mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp} "$ROOT/lib/modules/$KVER"
-cp /bin/busybox "$ROOT/bin/busybox"
+chpp_initramfs_new "$ROOT" pair-init.sh "${STAGES[@]}"
+ORDER=$(chpp_initramfs_modules "$ROOT" "$KVER" "${WANT[@]}")
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
-ln -s busybox "$ROOT/bin/sh"
-install -m 0755 "$CHPP_ROOT/scripts/pair-init.sh" "$ROOT/init"
-for m in "${ORDER[@]}"; do
-    f=$(modinfo -k "$KVER" -n "$m")
-    case "$f" in
-        *.ko) cp "$f" "$ROOT/lib/modules/$KVER/$m.ko" ;;
-        *.ko.xz) xz -dc "$f" >"$ROOT/lib/modules/$KVER/$m.ko" ;;
-        *.ko.zst) zstd -qdc "$f" >"$ROOT/lib/modules/$KVER/$m.ko" ;;
-        *) chpp_die "module $m: unsupported file $f" ;;
-    esac
-    echo "$m" >>"$ROOT/lib/modules/$KVER/load.list"
-done
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"
 # Debian's verbs tools, perftest and soft-RoCE, and the libibverbs provider
@@ -164,16 +147,11 @@ install_verbs() {
     cp "$GUEST/chpp.driver" "$1/etc/libibverbs.d/"
     cp "$GUEST/chpp-verbs-test" "$1/bin/"
 }
-if [ "$NESTED" = 0 ]; then
-    install_verbs "$ROOT"
-    install -m 0644 "$CHPP_ROOT/scripts/verbs-init.sh" "$ROOT/verbs-init.sh"
-fi
+[ "$NESTED" = 1 ] || install_verbs "$ROOT"
 if [ "$VFIO" = 1 ]; then
     # The VFIO test program, static so that it runs on busybox alone.
-    gcc -static -O2 -Wall -Werror -I"$CHPP_ROOT/include" \
-        -o "$ROOT/bin/chpp-vfio-test" "$CHPP_ROOT/tests/vfio/chpp-vfio-test.c" ||
+    make -s -C "$CHPP_ROOT/tests/vfio" O="$ROOT/bin" ||
         chpp_die "building tests/vfio/chpp-vfio-test.c failed"
-    install -m 0755 "$CHPP_ROOT/scripts/vfio-init.sh" "$ROOT/vfio-init.sh"
 fi
 if [ "$NESTED" = 1 ]; then
     # The nested guest's world: this QEMU (stripped) with the libraries it
@@ -189,23 +167,19 @@ if [ "$NESTED" = 1 ]; then
         cp -L "$FW/$f" "$ROOT/nested/fw/$f"
     done
     cp "$KERNEL" "$ROOT/nested/vmlinuz"
-    install -m 0644 "$CHPP_ROOT/scripts/nested-l1.sh" "$ROOT/nested-l1.sh"
+    # The nested guest's initramfs: scripts/guest/nested-init.sh as /init,
+    # ib_core and ib_uverbs (chpp_hca's ib_umem_*), the driver, the verbs.
     L2="$RUN/l2"
-    mkdir -p "$L2"/{bin,dev,proc,sys,tmp} "$L2/lib/modules/$KVER"
-    cp /bin/busybox "$L2/bin/busybox"
-    ln -s busybox "$L2/bin/sh"
+    chpp_initramfs_new "$L2" nested-init.sh
+    chpp_initramfs_modules "$L2" "$KVER" ib_core ib_uverbs >/dev/null
     cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
-    install -m 0755 "$CHPP_ROOT/scripts/nested-init.sh" "$L2/init"
-    cp "$ROOT/lib/modules/$KVER/ib_core.ko" "$ROOT/lib/modules/$KVER/ib_uverbs.ko" \
-       "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
+    cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
        "$L2/lib/modules/$KVER/"
     install_verbs "$L2"
-    (cd "$L2" && find . -print0 | LC_ALL=C sort -z |
-        cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$ROOT/nested/l2.cpio.gz"
+    chpp_initramfs_pack "$L2" "$ROOT/nested/l2.cpio.gz"
 fi
-(cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
-    cpio --null -o -H newc --quiet -R 0:0) | gzip -1n >"$INITRD"
-chpp_log "initramfs: busybox + ${ORDER[*]} + chpp_hca chpp_test + chpp-uverbs-test"
+chpp_initramfs_pack "$ROOT" "$INITRD"
+chpp_log "initramfs: busybox + $ORDER + chpp_hca chpp_test + chpp-uverbs-test"
 
 # --- the guests ---------------------------------------------------------------------
 NODES=(1 2)

@@ -18,7 +18,7 @@
 #
 # Variables already set in the environment win (e.g. QTEST_QEMU_BINARY).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 asan=0
 tsan=0
@@ -40,7 +40,7 @@ if [ "$asan" = 1 ]; then
     # would swamp (use-after-free detection keeps an 8 MiB window).
     export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=66:print_summary=1:quarantine_size_mb=8}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=67}"
-    export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lsan.supp:print_suppressions=0}"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=68:suppressions=$CHPP_ROOT/scripts/lib/lsan.supp:print_suppressions=0}"
 fi
 if [ "$tsan" = 1 ]; then
     bin="$CHPP_BUILD/qemu-tsan/qemu-system-x86_64"
@@ -52,6 +52,9 @@ if [ "$tsan" = 1 ]; then
     export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:exitcode=0:second_deadlock_stack=1}"
 fi
 export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
+# The repository's root: chpp-hca-compat-test reads its committed migration
+# streams from tests/qtest/data/ there.
+export CHPP_SOURCE_ROOT="$CHPP_ROOT"
 export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"
 # Run from the QEMU build directory, as QEMU's own qtests do.
 cd "$CHPP_QEMU_BUILD"

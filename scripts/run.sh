@@ -11,7 +11,7 @@
 #      scripts/run.sh --gdb 1            (guest 1 waits for gdb on :1234)
 # See scripts/pair.sh --help, scripts/boot-guest.sh --help and docs/build.md.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 "$CHPP_ROOT/scripts/setup.sh"
 "$CHPP_ROOT/scripts/build-qemu.sh"

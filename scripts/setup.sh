@@ -13,7 +13,7 @@
 #
 # Runs as root; uses sudo for the system steps when started as another user.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # Everything the scripts of this repository need, in one list.
 PACKAGES=(
@@ -32,12 +32,15 @@ PACKAGES=(
     libibverbs-dev
     # debugging: gdb and its Python (scripts/gdb/chpp-hca.py)
     gdb
+    # the 'sparse' lint (scripts/checks/sparse-check.sh): byte order of the ABI's
+    # __le fields in the guest driver and user space
+    sparse
     # sanitizer and fuzzing builds (build-qemu.sh --asan/--fuzz): clang, its
     # runtimes (ASan, UBSan, libFuzzer) and llvm-symbolizer for the reports
     clang libclang-rt-14-dev llvm
     # timeout(1) etc.
     coreutils
-    # the driver guests' RDMA user space (scripts/guest-rdma.sh copies the
+    # the driver guests' RDMA user space (scripts/lib/initramfs.sh copies the
     # unmodified binaries and their libraries into the initramfs): verbs
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
     # the verbs provider and test programs build against

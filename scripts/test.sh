@@ -6,7 +6,7 @@
 #
 # Exits non-zero on any failure, after printing the test log.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 "$CHPP_ROOT/scripts/setup.sh"
 "$CHPP_ROOT/scripts/build-qemu.sh"

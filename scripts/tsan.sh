@@ -11,7 +11,7 @@
 # Not part of scripts/test.sh: the TSan build adds about 10 minutes on
 # 2 cores (docs/security.md#threads).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 if [ "${1:-}" = --no-build ]; then
     shift

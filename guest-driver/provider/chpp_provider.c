@@ -302,7 +302,7 @@ static void chpp_cq_clean(struct chpp_context *ctx, struct ibv_cq *ibcq,
 		struct chpp_cqe *d;
 		uint8_t owner;
 
-		if (src->qpn == qpn)
+		if (chpp_cqe_qpn(src) == qpn)
 			continue;
 		dst--;
 		if (dst == i)

@@ -72,7 +72,7 @@ static enum ibv_wc_opcode chpp_wc_opcode(uint8_t op)
 }
 
 /* Fill @wc from @e; false if the CQE is of a QP this context no longer has. */
-static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_cqe *e,
+static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
 			   struct ibv_wc *wc)
 {
 	uint32_t mask = (1u << ctx->info.qpn_bits) - 1;
@@ -103,7 +103,8 @@ static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_cqe *e,
 	}
 	if (e->flags & CHPP_CQE_FLAG_IMM) {
 		wc->wc_flags |= IBV_WC_WITH_IMM;
-		wc->imm_data = e->imm;
+		/* The immediate's bytes as the sender posted them. */
+		wc->imm_data = (CHPP_FORCE __be32)htole32(e->imm);
 	}
 	return true;
 }
@@ -113,13 +114,15 @@ int chpp_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct chpp_context *ctx = to_cctx(ibcq->context);
 	struct chpp_cq *cq = to_ccq(ibcq);
 	const struct chpp_cqe *e;
+	struct chpp_ucqe c;
 	uint32_t start;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
 	start = cq->ci;
 	while (n < num_entries && (e = chpp_cqe_at(cq->ring, cq->n, cq->ci))) {
-		if (chpp_cqe_to_wc(ctx, e, &wc[n]))
+		chpp_cqe_read(e, &c);
+		if (chpp_cqe_to_wc(ctx, &c, &wc[n]))
 			n++;
 		cq->ci++;
 	}
@@ -201,14 +204,15 @@ static int chpp_send_wr(struct chpp_qp *qp, const struct ibv_send_wr *wr,
 		break;
 	case IBV_WR_SEND_WITH_IMM:
 		w->opcode = CHPP_WQE_SEND_IMM;
-		w->imm = wr->imm_data;
+		/* The WQE carries imm_data's bytes as they are (network order). */
+		w->imm = le32toh((CHPP_FORCE __le32)wr->imm_data);
 		break;
 	case IBV_WR_RDMA_WRITE:
 		w->opcode = CHPP_WQE_PUT;
 		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		w->opcode = CHPP_WQE_PUT_IMM;
-		w->imm = wr->imm_data;
+		w->imm = le32toh((CHPP_FORCE __le32)wr->imm_data);
 		break;
 	case IBV_WR_RDMA_READ:
 		w->opcode = CHPP_WQE_GET;

@@ -470,14 +470,14 @@ int chpp_post_recv(struct chpp_uctx *c, struct chpp_uqp *qp, uint64_t wr_id,
 	return 0;
 }
 
-int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq, struct chpp_cqe *out,
-		 int max)
+int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq,
+		 struct chpp_ucqe *out, int max)
 {
 	const struct chpp_cqe *e;
 	int n = 0;
 
 	while (n < max && (e = chpp_cqe_at(cq->ring, cq->n, cq->ci))) {
-		memcpy(&out[n], e, sizeof(out[n]));
+		chpp_cqe_read(e, &out[n]);
 		cq->ci++;
 		n++;
 	}

@@ -105,8 +105,9 @@ int chpp_post_send(struct chpp_uctx *c, struct chpp_uqp *qp,
 		   const struct chpp_usend *wr);
 int chpp_post_recv(struct chpp_uctx *c, struct chpp_uqp *qp, uint64_t wr_id,
 		   const struct chpp_usge *sg, int num_sge);
-int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq, struct chpp_cqe *out,
-		 int max);
+/* Up to @max CQEs, in CPU byte order. */
+int chpp_poll_cq(struct chpp_uctx *c, struct chpp_ucq *cq,
+		 struct chpp_ucqe *out, int max);
 void chpp_arm_cq(struct chpp_uctx *c, struct chpp_ucq *cq, int solicited);
 /* Wait up to ms for a completion event on the CQ's channel; 0 or -errno. */
 int chpp_wait_cq_event(struct chpp_ucq *cq, int ms);

@@ -62,10 +62,10 @@ static uint8_t *src, *dst;
 static uint16_t lid;
 
 /* Wait (polling, the OS-bypass way) for one CQE of @cq, up to 10 s. */
-static struct chpp_cqe wait_cqe(struct chpp_ucq *cq, const char *what)
+static struct chpp_ucqe wait_cqe(struct chpp_ucq *cq, const char *what)
 {
 	struct timespec t0, t;
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -80,7 +80,7 @@ static struct chpp_cqe wait_cqe(struct chpp_ucq *cq, const char *what)
 
 static void expect_send_ok(const char *what, uint64_t wr_id)
 {
-	struct chpp_cqe e = wait_cqe(&scq, what);
+	struct chpp_ucqe e = wait_cqe(&scq, what);
 
 	CHECK(e.status == CHPP_WC_SUCCESS, "%s: send status %u vendor_err %u",
 	      what, e.status, e.vendor_err);
@@ -89,10 +89,10 @@ static void expect_send_ok(const char *what, uint64_t wr_id)
 	      (unsigned long long)e.wr_id, (unsigned long long)wr_id);
 }
 
-static struct chpp_cqe expect_recv(const char *what, uint64_t wr_id,
+static struct chpp_ucqe expect_recv(const char *what, uint64_t wr_id,
 				   uint32_t len)
 {
-	struct chpp_cqe e = wait_cqe(&rcq, what);
+	struct chpp_ucqe e = wait_cqe(&rcq, what);
 
 	CHECK(e.status == CHPP_WC_SUCCESS, "%s: recv status %u", what, e.status);
 	CHECK(!(e.flags & CHPP_CQE_FLAG_SEND), "%s: not a recv CQE", what);
@@ -194,7 +194,7 @@ static void test_send_imm(void)
 		.opcode = CHPP_WQE_SEND_IMM, .flags = CHPP_WQE_SIGNALED,
 		.imm = 0x12345678, .wr_id = 0x51, .sg = &s, .num_sge = 1,
 	};
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 
 	fill(src, 3000, 1);
 	memset(dst, 0, BUF_SIZE);
@@ -236,7 +236,7 @@ static void test_put_imm(void)
 		.imm = 0xcafe, .wr_id = 0x53, .raddr = (uintptr_t)dst,
 		.rkey = mr.rkey, .sg = &s, .num_sge = 1,
 	};
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 
 	fill(src, 8192, 3);
 	post_recv(0xa3, dst + 200000, 16);
@@ -404,7 +404,7 @@ static void test_isolation(void)
 		.wr_id = 0x5c, .raddr = (uintptr_t)dst, .rkey = mr.rkey,
 		.sg = &s, .num_sge = 1,
 	};
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 	struct timespec d = { 0, 300 * 1000 * 1000 };
 	int err;
 
@@ -439,7 +439,7 @@ static void test_ud(uint32_t pd)
 		.dlid = lid, .remote_qkey = 0x1111,
 	};
 	struct timespec d = { 0, 300 * 1000 * 1000 };
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 
 	CHECK(!chpp_create_qp(&ctx, pd, &scq, &rcq, CHPP_IB_QPT_UD, 16, 1, 0,
 			      &ua), "create UD QP A");
@@ -497,7 +497,7 @@ static void test_errors(uint32_t pd)
 		.wr_id = 0x5d, .raddr = (uintptr_t)dst, .rkey = mr.rkey ^ 0x80,
 		.sg = &s, .num_sge = 1,
 	};
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 	uint64_t element = 0;
 	uint32_t ev = 0;
 	int err;
@@ -556,7 +556,7 @@ static void run_pair(const char *mine, const char *peer)
 	char err[256];
 	struct chpp_usge s;
 	struct chpp_usend wr;
-	struct chpp_cqe e;
+	struct chpp_ucqe e;
 	int i;
 
 	fill(src, BUF_SIZE, 10 + me);

@@ -21,7 +21,7 @@ static void G_GNUC_PRINTF(2, 0) chpp_guest_vlog(ChppHcaState *s,
 {
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 
-    trace_chpp_hca_guest_error(msg);
+    trace_chpp_hca_err_guest(s->func, msg);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n",
                   object_get_canonical_path_component(OBJECT(s)) ?: "chpp-hca",
                   msg);
@@ -108,7 +108,7 @@ int chpp_refuse(ChppHcaState *s, const char *fmt, ...)
     va_start(ap, fmt);
     why = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    trace_chpp_hca_vmstate_refused(s->func, why);
+    trace_chpp_hca_err_vmstate_refused(s->func, why);
     error_report("chpp-hca: function %u: incoming state refused: %s",
                  s->func, why);
     return -EINVAL;

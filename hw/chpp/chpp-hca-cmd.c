@@ -257,7 +257,7 @@ static void chpp_cmd_execute(ChppHcaState *s)
 
     status = chpp_cmd_dispatch(s, opcode, opmod, in_param, in_mod,
                                &out_param);
-    trace_chpp_hca_cmd_done(chpp_cmd_str(opcode), status, out_param);
+    trace_chpp_hca_cmd_done(s->func, chpp_cmd_str(opcode), status, out_param);
     chpp_count(s, CHPP_CNT_CMDS);
     if (status != CHPP_STAT_OK) {
         chpp_count(s, CHPP_CNT_CMD_ERRORS);
@@ -333,7 +333,8 @@ void chpp_hcr_write(ChppHcaState *s, unsigned dword, uint32_t val)
     }
     /* The status byte is the device's; everything else is kept as written. */
     *ctrl = val & ~CHPP_HCR_STATUS_MASK;
-    trace_chpp_hca_cmd_issue(chpp_cmd_str(val & CHPP_HCR_OPCODE_MASK),
+    trace_chpp_hca_cmd_issue(s->func,
+                             chpp_cmd_str(val & CHPP_HCR_OPCODE_MASK),
                              val & CHPP_HCR_OPCODE_MASK,
                              s->hcr[CHPP_HCR_IN_MODIFIER / 4],
                              !!(val & CHPP_HCR_E),

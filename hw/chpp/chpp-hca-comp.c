@@ -62,7 +62,8 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         chpp_psn_diff(pkt->psn, e->last_psn) > 0 ||
         (uint64_t)pkt->offset + pkt->len > e->length) {
         /* Not the response we wait for: go-back-N will ask again. */
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected GET response");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "unexpected GET response");
         return;
     }
     /*
@@ -104,7 +105,8 @@ static void chpp_comp_atomic_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     e = chpp_sq_head(qp);
     if (!e || e->first_psn != pkt->psn ||
         (e->opcode != CHPP_WQE_ATOMIC_CS && e->opcode != CHPP_WQE_ATOMIC_FA)) {
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "unexpected atomic response");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "unexpected atomic response");
         return;
     }
     if (!chpp_wqe_fetch(s, qp, e->wqe_idx, w, &status, &verr)) {
@@ -185,13 +187,15 @@ void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
         pkt->src_node != qp->dest_node || pkt->src_qpn != qp->dest_qpn ||
         pkt->src_vf != qp->dest_vf) {
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "response for no connection");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "response for no connection");
         return;
     }
     if (pkt->magic != qp->magic) {
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         chpp_count(s, CHPP_CNT_MAGIC_DROPS);
-        trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "QP magic mismatch");
+        trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                       "QP magic mismatch");
         if (pkt->from_link) {
             chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
         }

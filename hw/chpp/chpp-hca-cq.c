@@ -122,7 +122,7 @@ uint8_t chpp_cmd_sw2hw_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox)
         .eqn = eqn,
         .uar = uar,
     };
-    trace_chpp_hca_cq_create(cqn, nent, eqn, uar, ring.mtt_base,
+    trace_chpp_hca_cq_create(s->func, cqn, nent, eqn, uar, ring.mtt_base,
                              ring.log_page_size);
     return CHPP_STAT_OK;
 }
@@ -140,7 +140,7 @@ uint8_t chpp_cmd_hw2sw_cq(ChppHcaState *s, uint32_t cqn)
                              s->cqs[cqn].refs);
     }
     memset(&s->cqs[cqn], 0, sizeof(s->cqs[cqn]));
-    trace_chpp_hca_cq_destroy(cqn);
+    trace_chpp_hca_cq_destroy(s->func, cqn);
     return CHPP_STAT_OK;
 }
 
@@ -213,8 +213,8 @@ uint8_t chpp_cmd_resize_cq(ChppHcaState *s, uint32_t cqn, uint64_t mailbox)
     /* Indexes, arm and counters stay; the next CQE goes to the new ring. */
     cq->ring = ring;
     cq->nent = nent;
-    trace_chpp_hca_cq_resize(cqn, nent, ring.mtt_base, ring.log_page_size,
-                             cq->pi, cq->ci);
+    trace_chpp_hca_cq_resize(s->func, cqn, nent, ring.mtt_base,
+                             ring.log_page_size, cq->pi, cq->ci);
     return CHPP_STAT_OK;
 }
 
@@ -232,7 +232,7 @@ static void chpp_cq_drop(ChppHcaState *s, uint32_t cqn, ChppCq *cq)
         cq->dropped++;
     }
     chpp_count(s, CHPP_CNT_CQES_DROPPED);
-    trace_chpp_hca_cqe_dropped(cqn);
+    trace_chpp_hca_err_cqe_dropped(s->func, cqn);
 }
 
 /* Stop @cq after an overrun or a failed ring write. */
@@ -289,7 +289,7 @@ bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
                       DMA_DIRECTION_FROM_DEVICE)) {
         goto dma_error;
     }
-    trace_chpp_hca_cqe(cqn, cq->pi, le32_to_cpu(cqe->qpn), cqe->opcode,
+    trace_chpp_hca_cqe(s->func, cqn, cq->pi, le32_to_cpu(cqe->qpn), cqe->opcode,
                        cqe->status);
     cq->pi = (cq->pi + 1) & CHPP_CQ_IDX_MASK;
     chpp_count(s, CHPP_CNT_CQES);
@@ -303,7 +303,7 @@ bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
         };
 
         cq->arm = 0;
-        trace_chpp_hca_cq_event(cqn, cq->eqn);
+        trace_chpp_hca_cq_event(s->func, cqn, cq->eqn);
         chpp_eq_post_to(s, cq->eqn, &eqe);
     }
     return true;
@@ -341,7 +341,7 @@ const char *chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val)
         ((cq->pi - cq->ci) & CHPP_CQ_IDX_MASK)) {
         return "CQ doorbell: consumer index outside [ci, pi]";
     }
-    trace_chpp_hca_cq_doorbell(cqn, cmd, new_ci);
+    trace_chpp_hca_cq_doorbell(s->func, cqn, cmd, new_ci);
     cq->ci = new_ci;
     if (cq->error) {
         /* A stopped CQ takes CI updates but cannot be armed. */

@@ -118,11 +118,11 @@ void chpp_doorbell_refused(ChppHcaState *s, uint8_t subtype, uint32_t uar,
         CHPP_DB_ERR_QUEUE_DEPTH) {
         s->db_err_lost++;
         chpp_count(s, CHPP_CNT_EVENTS_DROPPED);
-        trace_chpp_hca_db_err_lost(uar, offset, val);
+        trace_chpp_hca_err_db_event_lost(s->func, uar, offset, val);
         return;
     }
     chpp_db_err_push(s, &e);
-    trace_chpp_hca_db_err_queued(uar, offset, val, s->db_err_count);
+    trace_chpp_hca_db_err_queued(s->func, uar, offset, val, s->db_err_count);
 }
 
 static bool chpp_db_lost_test(ChppHcaState *s, uint32_t qpn)
@@ -144,7 +144,7 @@ static void chpp_db_lost_raise(ChppHcaState *s, uint32_t qpn, uint32_t uar,
     unsigned i, last_bad = s->db_err_count;
 
     s->db_lost_qpn = qpn;
-    trace_chpp_hca_db_lost_raise(qpn, uar, offset, val);
+    trace_chpp_hca_db_lost_raise(s->func, qpn, uar, offset, val);
     for (i = 0; i < s->db_err_count; i++) {
         ChppDbErr *w = chpp_db_err_at(s, i);
 
@@ -165,7 +165,8 @@ static void chpp_db_lost_raise(ChppHcaState *s, uint32_t qpn, uint32_t uar,
 
         s->db_err_lost++;
         chpp_count(s, CHPP_CNT_EVENTS_DROPPED);
-        trace_chpp_hca_db_err_lost(bad->uar, bad->offset, bad->value);
+        trace_chpp_hca_err_db_event_lost(s->func, bad->uar, bad->offset,
+                                         bad->value);
         for (i = last_bad; i + 1 < s->db_err_count; i++) {
             *chpp_db_err_at(s, i) = *chpp_db_err_at(s, i + 1);
         }
@@ -197,7 +198,7 @@ void chpp_db_lost_report(ChppHcaState *s, uint32_t qpn, uint32_t uar,
     if (s->db_lost_qpn == CHPP_DB_LOST_NONE) {
         chpp_db_lost_raise(s, qpn, uar, offset, val);
     } else {
-        trace_chpp_hca_db_lost_coalesced(qpn, s->db_lost_qpn);
+        trace_chpp_hca_db_lost_coalesced(s->func, qpn, s->db_lost_qpn);
     }
 }
 
@@ -231,7 +232,7 @@ uint8_t chpp_cmd_query_db_lost(ChppHcaState *s, uint64_t mailbox)
     /* Reported means answered: the next lost doorbell raises an event. */
     memset(s->db_lost, 0, sizeof(s->db_lost));
     s->db_lost_qpn = CHPP_DB_LOST_NONE;
-    trace_chpp_hca_query_db_lost(count);
+    trace_chpp_hca_query_db_lost(s->func, count);
     return CHPP_STAT_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
- * chpp-hca: what the device thinks, for people: counter names, the
- * QUERY_STATS command for the guest, and the read-only QOM property
- * "state" (qom-get from QMP or HMP) with every table of the device.
+ * chpp-hca: what the device thinks, for people: the QUERY_STATS command
+ * for the guest, and the read-only QOM property "state" (qom-get from QMP
+ * or HMP) with every table of the device and the counters, named by the
+ * ABI's lists (chpp_counter_name() and the like).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,47 +12,6 @@
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
 #include "trace.h"
-
-const char *const chpp_counter_names[CHPP_CNT_NUM] = {
-    [CHPP_CNT_CMDS] = "cmds",
-    [CHPP_CNT_CMD_ERRORS] = "cmd-errors",
-    [CHPP_CNT_CMD_REJECTED] = "cmd-rejected",
-    [CHPP_CNT_GUEST_ERRORS] = "guest-errors",
-    [CHPP_CNT_EVENTS] = "events",
-    [CHPP_CNT_EVENTS_DROPPED] = "events-dropped",
-    [CHPP_CNT_IRQS] = "irqs",
-    [CHPP_CNT_IRQS_MASKED] = "irqs-masked",
-    [CHPP_CNT_DB_ERRORS] = "db-errors",
-    [CHPP_CNT_DMA_ERRORS] = "dma-errors",
-    [CHPP_CNT_DB_FIFO_OVERFLOW] = "db-fifo-overflow",
-    [CHPP_CNT_CQES] = "cqes",
-    [CHPP_CNT_CQES_DROPPED] = "cqes-dropped",
-    [CHPP_CNT_WQES] = "wqes",
-    [CHPP_CNT_PKTS_TX] = "pkts-tx",
-    [CHPP_CNT_PKTS_RX] = "pkts-rx",
-    [CHPP_CNT_PKTS_DROPPED] = "pkts-dropped",
-    [CHPP_CNT_MAGIC_DROPS] = "magic-drops",
-    [CHPP_CNT_RETRANSMITS] = "retransmits",
-    [CHPP_CNT_RNR_NAKS] = "rnr-naks",
-    [CHPP_CNT_PKTS_MALFORMED] = "pkts-malformed",
-    [CHPP_CNT_LINK_TX_FRAMES] = "link-tx-frames",
-    [CHPP_CNT_LINK_RX_FRAMES] = "link-rx-frames",
-    [CHPP_CNT_LINK_DOWN_DROPS] = "link-down-drops",
-    [CHPP_CNT_LINK_BAD_RECORDS] = "link-bad-records",
-    [CHPP_CNT_LINK_CREDIT_ERRORS] = "link-credit-errors",
-    [CHPP_CNT_LINK_REFUSED] = "link-refused",
-    [CHPP_CNT_LINK_UPS] = "link-ups",
-    [CHPP_CNT_LINK_DOWNS] = "link-downs",
-    [CHPP_CNT_FAULT_DROPS] = "fault-drops",
-    [CHPP_CNT_FAULT_CORRUPTS] = "fault-corrupts",
-    [CHPP_CNT_FAULT_DUPS] = "fault-dups",
-    [CHPP_CNT_FAULT_DELAYS] = "fault-delays",
-    [CHPP_CNT_DMA_REFUSED] = "dma-refused",
-    [CHPP_CNT_LINK_SPOOFED] = "link-spoofed",
-    [CHPP_CNT_LINK_MAGIC_CUTS] = "link-magic-cuts",
-    [CHPP_CNT_LINK_RX_PAUSES] = "link-rx-pauses",
-    [CHPP_CNT_LINK_OUTQ_FULL] = "link-outq-full",
-};
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);
 
@@ -95,12 +55,13 @@ uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
 
 /* ---- the "state" property ---------------------------------------------- */
 
-static const char *const qp_type_names[] = { "RC", "UC", "UD" };
-static const char *const port_state_names[] = {
-    [CHPP_PORT_DOWN] = "DOWN", [CHPP_PORT_INIT] = "INIT",
-    [CHPP_PORT_ARMED] = "ARMED", [CHPP_PORT_ACTIVE] = "ACTIVE",
-};
 static const char *const timer_names[] = { "none", "retransmit", "rnr" };
+
+/* A name of the ABI's lists (chpp_*_name()), "?" for a value not listed. */
+static const char *abi_name(const char *name)
+{
+    return name ? name : "?";
+}
 
 static const char *name_of(const char *const *names, size_t n, unsigned v)
 {
@@ -277,7 +238,7 @@ static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
         }
         sv_begin(sv, NULL);
         sv_u64(sv, "qpn", i);
-        sv_str(sv, "type", NAME(qp_type_names, qp->type));
+        sv_str(sv, "type", abi_name(chpp_qp_type_name(qp->type)));
         sv_str(sv, "state", chpp_qp_state_name(qp->state) ?: "?");
         sv_u64(sv, "pd", qp->pd);
         sv_u64(sv, "send-cq", qp->send_cqn);
@@ -350,7 +311,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
         sv_begin(&sv, NULL);
         sv_u64(&sv, "port", i + 1);
         sv_bool(&sv, "open", s->port_open[i]);
-        sv_str(&sv, "state", NAME(port_state_names, s->port_state[i]));
+        sv_str(&sv, "state", abi_name(chpp_port_state_name(s->port_state[i])));
         sv_end(&sv);
     }
     sv_end_list(&sv);
@@ -373,7 +334,10 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
 
     sv_begin(&sv, "counters");
     for (i = 0; i < CHPP_CNT_NUM; i++) {
-        sv_u64(&sv, chpp_counter_names[i], s->counters[i]);
+        /* The ABI's name in lower case with '-': "db-fifo-overflow". */
+        g_autofree char *key = g_ascii_strdown(chpp_counter_name(i), -1);
+
+        sv_u64(&sv, g_strdelimit(key, "_", '-'), s->counters[i]);
     }
     sv_end(&sv);
 

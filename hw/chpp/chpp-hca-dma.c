@@ -80,7 +80,7 @@ static bool chpp_dma_allowed(ChppHcaState *s, dma_addr_t addr,
         return true;
     }
     chpp_count(s, CHPP_CNT_DMA_REFUSED);
-    trace_chpp_hca_dma_refused(addr, len, is_write, what);
+    trace_chpp_hca_err_dma_refused(s->func, addr, len, is_write, what);
     chpp_guest_note(s, "DMA %s at 0x%" PRIx64 " + 0x%" PRIx64 " refused: "
                      "%s is not guest RAM", is_write ? "write" : "read",
                      addr, len, what);
@@ -95,11 +95,12 @@ bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len)
     if (chpp_dma_allowed(s, addr, len, false)) {
         r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
     }
-    trace_chpp_hca_dma_read(addr, len, r);
     if (r != MEMTX_OK) {
+        trace_chpp_hca_err_dma_read(s->func, addr, len, r);
         chpp_count(s, CHPP_CNT_DMA_ERRORS);
         return false;
     }
+    trace_chpp_hca_dma_read(s->func, addr, len);
     return true;
 }
 
@@ -111,11 +112,12 @@ bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
     if (chpp_dma_allowed(s, addr, len, true)) {
         r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
     }
-    trace_chpp_hca_dma_write(addr, len, r);
     if (r != MEMTX_OK) {
+        trace_chpp_hca_err_dma_write(s->func, addr, len, r);
         chpp_count(s, CHPP_CNT_DMA_ERRORS);
         return false;
     }
+    trace_chpp_hca_dma_write(s->func, addr, len);
     return true;
 }
 
@@ -192,7 +194,7 @@ void chpp_irq(ChppHcaState *s, unsigned vector)
     }
     if (!msix_enabled(pdev)) {
         chpp_count(s, CHPP_CNT_IRQS_MASKED);
-        trace_chpp_hca_irq_suppressed(vector);
+        trace_chpp_hca_err_irq_suppressed(s->func, vector);
         return;
     }
     if (!msix_is_masked(pdev, vector)) {
@@ -200,7 +202,7 @@ void chpp_irq(ChppHcaState *s, unsigned vector)
 
         if (!chpp_msi_target_ok(s, msg.address, what, sizeof(what))) {
             chpp_count(s, CHPP_CNT_DMA_REFUSED);
-            trace_chpp_hca_dma_refused(msg.address, 4, true, what);
+            trace_chpp_hca_err_dma_refused(s->func, msg.address, 4, true, what);
             chpp_guest_error(s, "MSI-X vector %u to 0x%" PRIx64 " refused: "
                              "%s is PCI config space or a BAR", vector,
                              msg.address, what);
@@ -208,6 +210,6 @@ void chpp_irq(ChppHcaState *s, unsigned vector)
         }
     }
     chpp_count(s, CHPP_CNT_IRQS);
-    trace_chpp_hca_irq(vector);
+    trace_chpp_hca_irq(s->func, vector);
     msix_notify(pdev, vector);
 }

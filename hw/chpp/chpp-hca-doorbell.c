@@ -35,7 +35,7 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
     s->db_fifo[(s->db_head + s->db_count) % CHPP_DB_FIFO_DEPTH] =
         qpn | pi << 16;
     s->db_count++;
-    trace_chpp_hca_db_fifo_push(qpn, s->db_count);
+    trace_chpp_hca_db_fifo_push(s->func, qpn, s->db_count);
     /* The PF's engine serves every function's FIFO (arbitration). */
     chpp_engine_kick(chpp_pf(s));
 }
@@ -79,7 +79,7 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                                     "moves back or overfills the queue");
             return;
         }
-        trace_chpp_hca_sq_doorbell(qpn, pi);
+        trace_chpp_hca_sq_doorbell(s->func, qpn, pi);
         qp->sq_pi = pi;
     } else {
         if (qp->flags & CHPP_QP_FLAG_SRQ) {
@@ -92,7 +92,7 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
                                     "moves back or overfills the queue");
             return;
         }
-        trace_chpp_hca_rq_doorbell(qpn, pi);
+        trace_chpp_hca_rq_doorbell(s->func, qpn, pi);
         qp->rq_pi = pi;
         /* Receives need the engine only to be flushed in ERR. */
         if (qp->state != CHPP_QPS_ERR) {
@@ -115,7 +115,7 @@ uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar)
 
         mine += s->qps[CHPP_FIFO_QPN(e)].uar == uar;
     }
-    trace_chpp_hca_uar_db_status(uar, mine, s->db_count);
+    trace_chpp_hca_uar_db_status(s->func, uar, mine, s->db_count);
     return mine | s->db_count << 8 | CHPP_DB_FIFO_DEPTH << 16;
 }
 
@@ -185,7 +185,7 @@ uint8_t chpp_cmd_ring_sq(ChppHcaState *s, uint32_t qpn)
         return chpp_cmd_fail(s, CHPP_STAT_BAD_RES_STATE, "QP %u is in RESET",
                              qpn);
     }
-    trace_chpp_hca_ring_sq(qpn, qp->sq_pi);
+    trace_chpp_hca_ring_sq(s->func, qpn, qp->sq_pi);
     qp->eng.sq_limit = qp->sq_pi;
     /* Whatever its lost doorbells announced is announced now. */
     chpp_db_lost_clear(s, qpn);

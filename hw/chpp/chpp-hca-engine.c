@@ -218,7 +218,7 @@ static void chpp_qp_timer_run(void *opaque)
     uint8_t kind = qp->eng.timer_kind;
 
     qp->eng.timer_kind = CHPP_TIMER_NONE;
-    trace_chpp_hca_qp_timer(ctx->qpn, kind);
+    trace_chpp_hca_qp_timer(s->func, ctx->qpn, kind);
     if (kind == CHPP_TIMER_RETRANSMIT) {
         chpp_comp_timeout(s, qp);
     } else if (kind == CHPP_TIMER_RNR) {
@@ -238,7 +238,8 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
 {
     ChppQpEngine *eng = &qp->eng;
 
-    trace_chpp_hca_qp_transition(chpp_qpn(s, qp), old_state, qp->state);
+    trace_chpp_hca_qp_transition(s->func, chpp_qpn(s, qp), old_state,
+                                 qp->state);
     switch (qp->state) {
     case CHPP_QPS_RESET:
         chpp_qp_timer_stop(s, qp);

@@ -46,7 +46,7 @@ static void chpp_eq_drop(ChppHcaState *s, unsigned eqn, uint8_t type)
         s->eqs[eqn].dropped++;
     }
     chpp_count(s, CHPP_CNT_EVENTS_DROPPED);
-    trace_chpp_hca_event_dropped(eqn, type);
+    trace_chpp_hca_err_event_dropped(s->func, eqn, type);
 }
 
 static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
@@ -97,7 +97,7 @@ static void chpp_eq_write(ChppHcaState *s, unsigned eqn, struct chpp_eqe *eqe)
                          "EQ stopped", eqn, addr);
         return;
     }
-    trace_chpp_hca_eqe(eqn, eq->pi, eqe->type, addr);
+    trace_chpp_hca_eqe(s->func, eqn, eq->pi, eqe->type, addr);
     eq->pi = (eq->pi + 1) & CHPP_EQ_IDX_MASK;
     chpp_count(s, CHPP_CNT_EVENTS);
     if (eq->armed) {
@@ -143,7 +143,7 @@ const char *chpp_eq_doorbell(ChppHcaState *s, unsigned eqn, uint32_t val)
         ((eq->pi - eq->ci) & CHPP_EQ_IDX_MASK)) {
         return "consumer index beyond producer";
     }
-    trace_chpp_hca_eq_doorbell(eqn, new_ci, !!(val & CHPP_EQ_DB_ARM));
+    trace_chpp_hca_eq_doorbell(s->func, eqn, new_ci, !!(val & CHPP_EQ_DB_ARM));
     eq->ci = new_ci;
     if ((val & CHPP_EQ_DB_ARM) && !eq->overrun && !eq->error) {
         eq->armed = true;
@@ -228,7 +228,7 @@ uint8_t chpp_cmd_sw2hw_eq(ChppHcaState *s, uint32_t eqn, uint64_t mailbox)
         .nent = nent,
         .vector = vector,
     };
-    trace_chpp_hca_eq_create(eqn, base, nent, vector);
+    trace_chpp_hca_eq_create(s->func, eqn, base, nent, vector);
     return CHPP_STAT_OK;
 }
 
@@ -246,7 +246,7 @@ uint8_t chpp_cmd_hw2sw_eq(ChppHcaState *s, uint32_t eqn)
         }
     }
     memset(&s->eqs[eqn], 0, sizeof(s->eqs[eqn]));
-    trace_chpp_hca_eq_destroy(eqn);
+    trace_chpp_hca_eq_destroy(s->func, eqn);
     return CHPP_STAT_OK;
 }
 
@@ -301,7 +301,7 @@ uint8_t chpp_cmd_map_eq(ChppHcaState *s, uint32_t modifier, uint64_t mask)
             s->event_eq[t] = CHPP_EQN_NONE;
         }
     }
-    trace_chpp_hca_map_eq(eqn, mask, unmap);
+    trace_chpp_hca_map_eq(s->func, eqn, mask, unmap);
     return CHPP_STAT_OK;
 }
 

@@ -428,7 +428,7 @@ bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
     /* A missing or unreachable peer loses the frame; RC retries notice. */
     if (!l->up || node != l->peer_node) {
         chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
-        trace_chpp_hca_link_drop(node, l->up);
+        trace_chpp_hca_err_link_drop(node, l->up);
         g_byte_array_unref(frame);
         return true;
     }
@@ -458,7 +458,7 @@ static void chpp_link_send_hello(ChppHcaState *s)
 /* The connection is of no more use: cut it, parse nothing more of it. */
 static void chpp_link_cut_now(ChppHcaState *s, const char *why)
 {
-    trace_chpp_hca_link_cut(why);
+    trace_chpp_hca_err_link_cut(why);
     s->link.rx_len = 0;
     s->link.gen++;
     qemu_chr_fe_disconnect(&s->link.chr);
@@ -468,7 +468,7 @@ static void chpp_link_cut_now(ChppHcaState *s, const char *why)
 static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
 {
     chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_link_bad(why);
+    trace_chpp_hca_err_link_bad(why);
     chpp_link_cut_now(s, "protocol error");
 }
 
@@ -620,7 +620,7 @@ static void chpp_link_credit(ChppHcaState *s, uint8_t vc, const uint8_t *p,
 static void chpp_link_frame_drop(ChppHcaState *s, uint8_t vc, const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-    trace_chpp_hca_link_bad(why);
+    trace_chpp_hca_err_link_bad(why);
     s->link.queued[vc]++;
     chpp_link_consumed(s, vc);
 }
@@ -637,7 +637,7 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
     if (l->queued[vc] + l->owed[vc] >= CHPP_LINK_CREDITS) {
         chpp_count(s, CHPP_CNT_LINK_CREDIT_ERRORS);
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        trace_chpp_hca_link_bad("frame beyond granted credits");
+        trace_chpp_hca_err_link_bad("frame beyond granted credits");
         return;
     }
     chpp_count(s, CHPP_CNT_LINK_RX_FRAMES);
@@ -757,7 +757,7 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
     case CHPP_LINK_FRAME:
         if (!l->up) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_link_bad("frame before HELLO");
+            trace_chpp_hca_err_link_bad("frame before HELLO");
             break;
         }
         chpp_link_frame(s, rec->vc, p, len);
@@ -870,7 +870,7 @@ static void chpp_link_drop_received(ChppHcaState *pf, uint8_t vc)
 
         while (f && (pkt = g_queue_pop_head(f->link_rx[vc]))) {
             chpp_count(f, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_link_rx_dropped(fn, vc);
+            trace_chpp_hca_err_link_rx_dropped(fn, vc);
             chpp_pkt_free(pkt);
         }
     }
@@ -887,6 +887,7 @@ static void chpp_link_drop_queues(ChppHcaState *s)
 
         while ((ba = g_queue_pop_head(l->backlog[vc]))) {
             chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
+            trace_chpp_hca_err_link_backlog_drop(vc);
             g_byte_array_unref(ba);
             chpp_tx_dequeued(s);
         }

@@ -140,7 +140,7 @@ uint8_t chpp_cmd_sw2hw_mpt(ChppHcaState *s, uint32_t idx, uint64_t mailbox)
     }
 
     s->mpts[idx] = mr;
-    trace_chpp_hca_mpt_create(idx, mr.key, mr.pd, mr.flags, mr.start,
+    trace_chpp_hca_mpt_create(s->func, idx, mr.key, mr.pd, mr.flags, mr.start,
                               mr.length, mr.mtt_base, mr.log_page_size);
     return CHPP_STAT_OK;
 }
@@ -153,7 +153,7 @@ uint8_t chpp_cmd_hw2sw_mpt(ChppHcaState *s, uint32_t idx)
         return status;
     }
     memset(&s->mpts[idx], 0, sizeof(s->mpts[idx]));
-    trace_chpp_hca_mpt_destroy(idx);
+    trace_chpp_hca_mpt_destroy(s->func, idx);
     return CHPP_STAT_OK;
 }
 
@@ -222,7 +222,7 @@ uint8_t chpp_cmd_write_mtt(ChppHcaState *s, uint32_t count, uint64_t mailbox)
     for (i = 0; i < count; i++) {
         s->mtt[first + i] = le64_to_cpu(m->entries[i]);
     }
-    trace_chpp_hca_write_mtt(first, count);
+    trace_chpp_hca_write_mtt(s->func, first, count);
     return CHPP_STAT_OK;
 }
 
@@ -257,7 +257,7 @@ const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
     return mr;
 
 fail:
-    trace_chpp_hca_mr_lookup_fail(key, pd, va, len, need, *verr);
+    trace_chpp_hca_err_mr_lookup(s->func, key, pd, va, len, need, *verr);
     return NULL;
 }
 
@@ -364,14 +364,16 @@ bool chpp_ring_check(ChppHcaState *s, const ChppRing *ring, uint64_t size)
     uint64_t npages, i;
 
     if (!chpp_page_shift_ok(ring->log_page_size)) {
-        trace_chpp_hca_ring_bad(ring->mtt_base, ring->log_page_size, size,
-                                "page size out of range");
+        trace_chpp_hca_err_ring_bad(s->func, ring->mtt_base,
+                                    ring->log_page_size, size,
+                                    "page size out of range");
         return false;
     }
     npages = DIV_ROUND_UP(size, 1ull << ring->log_page_size);
     if (!size || !chpp_mtt_range_ok(s, ring->mtt_base, npages)) {
-        trace_chpp_hca_ring_bad(ring->mtt_base, ring->log_page_size, size,
-                                "MTT range beyond num-mtts");
+        trace_chpp_hca_err_ring_bad(s->func, ring->mtt_base,
+                                    ring->log_page_size, size,
+                                    "MTT range beyond num-mtts");
         return false;
     }
     for (i = 0; i < npages; i++) {
@@ -380,8 +382,9 @@ bool chpp_ring_check(ChppHcaState *s, const ChppRing *ring, uint64_t size)
         /* Not chpp_mtt_page(): the caller reports one error for all. */
         if (!(e & CHPP_MTT_VALID) ||
             (e & CHPP_MTT_ADDR_MASK & ((1ull << ring->log_page_size) - 1))) {
-            trace_chpp_hca_ring_bad(ring->mtt_base + i, ring->log_page_size,
-                                    size, "MTT entry invalid or unaligned");
+            trace_chpp_hca_err_ring_bad(s->func, ring->mtt_base + i,
+                                        ring->log_page_size, size,
+                                        "MTT entry invalid or unaligned");
             return false;
         }
     }

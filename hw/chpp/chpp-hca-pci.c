@@ -32,7 +32,7 @@ const ChppUpcalls chpp_upcalls = {
 
 void chpp_hca_soft_reset(ChppHcaState *s)
 {
-    trace_chpp_hca_reset();
+    trace_chpp_hca_reset(s->func);
     chpp_cmd_reset(s);
     chpp_link_reset(s);
     chpp_hca_reset_state(s);

@@ -46,7 +46,7 @@ static void chpp_port_update(ChppHcaState *s, uint32_t port)
     if (s->port_state[port - 1] == state) {
         return;
     }
-    trace_chpp_hca_port_state(port, s->port_state[port - 1], state);
+    trace_chpp_hca_port_state(s->func, port, s->port_state[port - 1], state);
     s->port_state[port - 1] = state;
     chpp_event_post(s, &eqe);
 }

@@ -573,14 +573,14 @@ uint8_t chpp_cmd_modify_qp(ChppHcaState *s, uint16_t opcode, uint32_t qpn,
     }
 
     /* Everything checked: apply. */
-    trace_chpp_hca_qp_modify(qpn, t->name, old, t->to, mask);
+    trace_chpp_hca_qp_modify(s->func, qpn, t->name, old, t->to, mask);
     if (t->to == CHPP_QPS_RESET) {
         chpp_qp_to_reset(s, qp);
         return CHPP_STAT_OK;
     }
     if (opcode == CHPP_CMD_RST2INIT_QP) {
         chpp_qp_apply_create(s, qp, ctx);
-        trace_chpp_hca_qp_create(qpn, qp->type, qp->pd, qp->send_cqn,
+        trace_chpp_hca_qp_create(s->func, qpn, qp->type, qp->pd, qp->send_cqn,
                                  qp->recv_cqn, qp->log_sq_size,
                                  qp->log_rq_size);
     }
@@ -726,7 +726,7 @@ void chpp_qp_set_error(ChppHcaState *s, ChppQp *qp, uint8_t new_state)
         (old != CHPP_QPS_RTS && old != CHPP_QPS_SQD)) {
         new_state = CHPP_QPS_ERR;
     }
-    trace_chpp_hca_qp_error(chpp_qpn(s, qp), old, new_state);
+    trace_chpp_hca_err_qp(s->func, chpp_qpn(s, qp), old, new_state);
     qp->state = new_state;
     chpp_upcalls.qp_transition(s, qp, old);
 }

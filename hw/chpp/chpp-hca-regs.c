@@ -97,7 +97,7 @@ static uint64_t chpp_regs_read(void *opaque, hwaddr addr, unsigned size)
                              HWADDR_PRIx, addr);
         }
     }
-    trace_chpp_hca_reg_read(addr, val);
+    trace_chpp_hca_reg_read(s->func, addr, val);
     return val;
 }
 
@@ -110,7 +110,7 @@ static void chpp_regs_write(void *opaque, hwaddr addr, uint64_t val64,
     if (!chpp_reg_access_ok(s, addr, size, true)) {
         return;
     }
-    trace_chpp_hca_reg_write(addr, val);
+    trace_chpp_hca_reg_write(s->func, addr, val);
     if (chpp_is_hcr(addr)) {
         chpp_hcr_write(s, (addr - CHPP_REG_HCR) / 4, val);
     } else if (chpp_is_eq_db(addr)) {
@@ -163,7 +163,7 @@ static uint64_t chpp_uar_read(void *opaque, hwaddr addr, unsigned size)
     ChppHcaState *s = opaque;
     uint32_t uar = addr >> CHPP_UAR_PAGE_SHIFT;
 
-    trace_chpp_hca_uar_read(addr, size);
+    trace_chpp_hca_uar_read(s->func, addr, size);
     if ((addr & (CHPP_UAR_PAGE_SIZE - 1)) == CHPP_UAR_DB_STATUS &&
         uar < s->params.uar_pages) {
         return chpp_uar_db_status(s, uar);
@@ -174,8 +174,10 @@ static uint64_t chpp_uar_read(void *opaque, hwaddr addr, unsigned size)
 static void chpp_uar_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
-    trace_chpp_hca_uar_write(addr, val, size);
-    chpp_uar_doorbell(opaque, addr >> CHPP_UAR_PAGE_SHIFT,
+    ChppHcaState *s = opaque;
+
+    trace_chpp_hca_uar_write(s->func, addr, val, size);
+    chpp_uar_doorbell(s, addr >> CHPP_UAR_PAGE_SHIFT,
                       addr & (CHPP_UAR_PAGE_SIZE - 1), val, size);
 }
 

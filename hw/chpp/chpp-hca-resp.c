@@ -16,7 +16,7 @@
 static void chpp_resp_drop(ChppHcaState *s, ChppPkt *pkt, const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-    trace_chpp_hca_pkt_dropped(pkt->dst_qpn, why);
+    trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn, why);
 }
 
 /* Answer @req (ACK, NAK or atomic ACK) from @qp. */
@@ -39,7 +39,7 @@ static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
         .atomic0 = atomic,
     };
 
-    trace_chpp_hca_resp_reply(chpp_qpn(s, qp), op, psn, syndrome);
+    trace_chpp_hca_resp_reply(s->func, chpp_qpn(s, qp), op, psn, syndrome);
     chpp_route_send(s, &pkt);
 }
 
@@ -203,7 +203,8 @@ static void chpp_recv_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
             cqe.flags |= CHPP_CQE_FLAG_SOLICITED;
         }
     }
-    trace_chpp_hca_recv_cqe(chpp_qpn(s, qp), wr_id, opcode, status, byte_len);
+    trace_chpp_hca_recv_cqe(s->func, chpp_qpn(s, qp), wr_id, opcode, status,
+                            byte_len);
     chpp_cq_post(s, qp->recv_cqn, &cqe, sol);
 }
 
@@ -227,7 +228,7 @@ static void chpp_resp_fail(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt,
 
 static void chpp_resp_rnr(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
-    trace_chpp_hca_resp_rnr(chpp_qpn(s, qp), pkt->psn);
+    trace_chpp_hca_resp_rnr(s->func, chpp_qpn(s, qp), pkt->psn);
     if (qp->type == CHPP_QPT_RC) {
         chpp_resp_reply(s, qp, pkt, CHPP_OP_NAK, pkt->psn, CHPP_NAK_RNR, 0);
     } else {

@@ -28,7 +28,8 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
 
         if (!to) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_pkt_dropped(pkt->dst_qpn, "no such function");
+            trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
+                                           "no such function");
             g_free(frame);
             return true;
         }
@@ -40,12 +41,12 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
                                pkt->vc % CHPP_NUM_VCS,
                                g_byte_array_new_take(frame, len))) {
         /* Frames for the link carry room for the record header. */
-        trace_chpp_hca_pkt_no_route(pkt->dst_node);
+        trace_chpp_hca_err_pkt_no_route(s->func, pkt->dst_node);
         return false;
     }
     chpp_count(s, CHPP_CNT_PKTS_TX);
-    trace_chpp_hca_pkt_tx(pkt->vc, pkt->op, pkt->src_qpn, pkt->dst_qpn,
-                          pkt->psn, pkt->len);
+    trace_chpp_hca_pkt_tx(s->func, pkt->vc, pkt->op, pkt->src_qpn,
+                          pkt->dst_qpn, pkt->psn, pkt->len);
     return true;
 }
 
@@ -77,7 +78,7 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
             }
         }
         if (pkt) {
-            trace_chpp_hca_pkt_rx(pkt->vc, pkt->op, pkt->src_qpn,
+            trace_chpp_hca_pkt_rx(s->func, pkt->vc, pkt->op, pkt->src_qpn,
                                   pkt->dst_qpn, pkt->psn, pkt->len);
             return pkt;
         }

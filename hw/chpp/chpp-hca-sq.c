@@ -88,8 +88,8 @@ bool chpp_wqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx, ChppWqe *w,
     memcpy(&w->ctrl, buf, sizeof(w->ctrl));
     w->ctrl.imm = le32_to_cpu(w->ctrl.imm);
     w->ctrl.wr_id = le64_to_cpu(w->ctrl.wr_id);
-    trace_chpp_hca_wqe(chpp_qpn(s, qp), idx, w->ctrl.opcode, w->ctrl.flags,
-                       w->ctrl.num_sge);
+    trace_chpp_hca_wqe(s->func, chpp_qpn(s, qp), idx, w->ctrl.opcode,
+                       w->ctrl.flags, w->ctrl.num_sge);
 
     if (!chpp_wqe_opcode_ok(qp->type, w->ctrl.opcode) ||
         w->ctrl.flags & ~(CHPP_WQE_SIGNALED | CHPP_WQE_SOLICITED |
@@ -212,7 +212,8 @@ bool chpp_send_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
         .flags = CHPP_CQE_FLAG_SEND,
     };
 
-    trace_chpp_hca_send_cqe(chpp_qpn(s, qp), wr_id, opcode, status, verr);
+    trace_chpp_hca_send_cqe(s->func, chpp_qpn(s, qp), wr_id, opcode, status,
+                            verr);
     return chpp_cq_post(s, qp->send_cqn, &cqe, false);
 }
 

@@ -64,7 +64,7 @@ static void chpp_srq_set_error(ChppHcaState *s, ChppSrq *srq,
         return;
     }
     chpp_guest_error(s, "SRQ %u: %s: SRQ in error", chpp_srqn(s, srq), why);
-    trace_chpp_hca_srq_error(chpp_srqn(s, srq), why);
+    trace_chpp_hca_err_srq(s->func, chpp_srqn(s, srq), why);
     srq->state = CHPP_RES_ERROR;
     chpp_event_post(s, &eqe);
 }
@@ -111,7 +111,8 @@ bool chpp_srq_update(ChppHcaState *s, ChppSrq *srq)
         .free = cpu_to_le32(srq->free),
         .ci = cpu_to_le32(srq->ci),
     };
-    trace_chpp_hca_srq_record(chpp_srqn(s, srq), srq->free, srq->ci);
+    trace_chpp_hca_srq_record(s->func, chpp_srqn(s, srq), srq->free,
+                              srq->ci);
     if (!chpp_ring_rw(s, &srq->ring,
                       chpp_srq_ring_bytes(srq->log_size, srq->log_stride),
                       &rec, sizeof(rec), DMA_DIRECTION_FROM_DEVICE)) {
@@ -136,7 +137,7 @@ bool chpp_srq_take(ChppHcaState *s, ChppSrq *srq, uint32_t *idx)
     *idx = srq->ci;
     srq->ci = (srq->ci + 1) & CHPP_SRQ_IDX_MASK;
     left = (srq->pi - srq->ci) & CHPP_SRQ_IDX_MASK;
-    trace_chpp_hca_srq_take(chpp_srqn(s, srq), *idx, left);
+    trace_chpp_hca_srq_take(s->func, chpp_srqn(s, srq), *idx, left);
     if (srq->limit && left < srq->limit) {
         struct chpp_eqe eqe = {
             .type = CHPP_EVENT_SRQ_LIMIT,
@@ -220,7 +221,7 @@ const char *chpp_srq_doorbell(ChppHcaState *s, uint32_t uar, uint32_t val)
     if (d_old > d_new || d_new > chpp_srq_size(srq)) {
         return "SRQ producer index moves back or overfills the queue";
     }
-    trace_chpp_hca_srq_doorbell(srqn, pi);
+    trace_chpp_hca_srq_doorbell(s->func, srqn, pi);
     srq->pi = pi;
     return NULL;
 }
@@ -295,7 +296,8 @@ uint8_t chpp_cmd_sw2hw_srq(ChppHcaState *s, uint32_t srqn, uint64_t mailbox)
         .pd = pd,
         .uar = uar,
     };
-    trace_chpp_hca_srq_create(srqn, pd, ctx.log_size, ctx.log_stride, uar);
+    trace_chpp_hca_srq_create(s->func, srqn, pd, ctx.log_size,
+                              ctx.log_stride, uar);
     /* The record starts at 0: nothing taken, nothing in use. */
     chpp_srq_update(s, srq);
     return CHPP_STAT_OK;
@@ -318,7 +320,7 @@ uint8_t chpp_cmd_hw2sw_srq(ChppHcaState *s, uint32_t srqn)
         return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY,
                              "SRQ %u: %u QPs attached", srqn, srq->refs);
     }
-    trace_chpp_hca_srq_destroy(srqn);
+    trace_chpp_hca_srq_destroy(s->func, srqn);
     memset(srq, 0, sizeof(*srq));
     return CHPP_STAT_OK;
 }
@@ -372,7 +374,7 @@ uint8_t chpp_cmd_arm_srq(ChppHcaState *s, uint32_t srqn, uint64_t limit)
                              "SRQ %u: limit %" PRIu64 " beyond its %u WQEs",
                              srqn, limit, chpp_srq_size(srq));
     }
-    trace_chpp_hca_srq_arm(srqn, limit);
+    trace_chpp_hca_srq_arm(s->func, srqn, limit);
     srq->limit = limit;
     return CHPP_STAT_OK;
 }

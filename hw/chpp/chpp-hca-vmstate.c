@@ -255,7 +255,7 @@ static int chpp_sriov_post_load(void *opaque, int version_id)
             s->mig_vfs[i] = CHPP_HCA(pcie_sriov_get_vf_at_index(pdev, i));
         }
     }
-    trace_chpp_hca_vmstate_vfs(s->mig_num_vfs);
+    trace_chpp_hca_vmstate_vfs(s->func, s->mig_num_vfs);
     s->mig_sriov_loaded = true;
     return 0;
 }

@@ -122,7 +122,7 @@ static ChppPkt *chpp_wire_bad(ChppHcaState *s, const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
     chpp_count(s, CHPP_CNT_PKTS_MALFORMED);
-    trace_chpp_hca_pkt_malformed(why);
+    trace_chpp_hca_err_pkt_malformed(s->func, why);
     return NULL;
 }
 

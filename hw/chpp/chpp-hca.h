@@ -14,6 +14,7 @@
 #include "sysemu/runstate.h"
 #include "chardev/char-fe.h"
 #include "hw/chpp/chpp-hca-abi.h"
+#include "hw/chpp/chpp-wire.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
 OBJECT_DECLARE_SIMPLE_TYPE(ChppHcaState, CHPP_HCA)
@@ -682,8 +683,7 @@ void chpp_hcr_write(ChppHcaState *s, unsigned dword, uint32_t val);
 /* Resources back to before INIT_HCA (CLOSE_HCA; part of every reset). */
 void chpp_hca_reset_state(ChppHcaState *s);
 
-/* chpp-hca-debug.c: counters by name, QUERY_STATS, the QOM state view. */
-extern const char *const chpp_counter_names[CHPP_CNT_NUM];
+/* chpp-hca-debug.c: QUERY_STATS, the QOM state view. */
 uint8_t chpp_cmd_query_stats(ChppHcaState *s, uint32_t flags,
                              uint64_t mailbox);
 void chpp_debug_add_properties(Object *obj);

@@ -4,7 +4,7 @@
 #        (gdb) chpp-state 1        device with node id 1
 # It reads chpp_hca_devices[], the list of live devices the model keeps
 # for debuggers, so QEMU must have been built with -g (the default here).
-# Names, counter indexes and the FIFO depth come from the ABI header
+# Names (of counters too) and the FIFO depth come from the ABI header
 # (chpp_abi.py parses it), found relative to this file.
 import os
 import sys
@@ -16,10 +16,9 @@ import chpp_abi  # noqa: E402
 
 ABI = chpp_abi.Abi()
 QP_STATES = ABI.names("QPS")
-QP_TYPES = ABI.enum_names("chpp_qp_type", "CHPP_QPT_")
-PORT_STATES = ABI.enum_names("chpp_port_state", "CHPP_PORT_")
+QP_TYPES = ABI.names("QPT")
+PORT_STATES = ABI.names("PORT")
 DB_FIFO_DEPTH = ABI.defines["CHPP_DB_FIFO_DEPTH"]
-CNT = ABI.enums["chpp_counter"]
 
 
 def name(table, value):
@@ -64,14 +63,14 @@ def hca_state(s):
                int(qp["rq_pi"]), int(qp["rq_ci"]), int(qp["rq_psn"]),
                int(eng["infl_count"])))
     n = int(s["counters"].type.range()[1]) + 1
-    counters = [int(s["counters"][i]) for i in range(n)]
-
-    def cnt(what):
-        return counters[CNT["CHPP_CNT_" + what]]
-    print("  counters: cmds %d cmd-errors %d guest-errors %d cqes %d "
-          "pkts-tx %d pkts-rx %d pkts-dropped %d" %
-          (cnt("CMDS"), cnt("CMD_ERRORS"), cnt("GUEST_ERRORS"), cnt("CQES"),
-           cnt("PKTS_TX"), cnt("PKTS_RX"), cnt("PKTS_DROPPED")))
+    # Every counter, named as in the device's "state" view: the ABI's name
+    # (CHPP_CNT_LIST) in lower case with '-'; six to a line.
+    names = ABI.names("CNT")
+    cnt = ["%s %d" % (names.get(i, "counter-%d" % i).lower().replace("_", "-"),
+                      int(s["counters"][i])) for i in range(n)]
+    for i in range(0, n, 6):
+        print("  %s %s" % ("counters:" if i == 0 else " " * 9,
+                           " ".join(cnt[i:i + 6])))
 
 
 class ChppState(gdb.Command):

@@ -567,7 +567,8 @@ int main(int argc, char **argv)
         }
     }
     if (!getenv("QTEST_QEMU_BINARY")) {
-        fprintf(stderr, "QTEST_QEMU_BINARY is not set (use scripts/bench.sh)\n");
+        fprintf(stderr,
+                "QTEST_QEMU_BINARY is not set (use scripts/bench.sh)\n");
         return 2;
     }
     gethostname(host, sizeof(host) - 1);
@@ -613,8 +614,8 @@ int main(int argc, char **argv)
     printf("Baseline in the benchmark process\n");
     printf("  %-8s %12s %14s\n", "size", "memcpy MB/s", "bufwrite MB/s");
     for (s = 0; s < NSIZES; s++) {
-        printf("  %-8s %12.0f %14.1f\n", chpp_size_str(sizes[s]), memcpy_mbps[s],
-               bufwrite_mbps[s]);
+        printf("  %-8s %12.0f %14.1f\n", chpp_size_str(sizes[s]),
+               memcpy_mbps[s], bufwrite_mbps[s]);
     }
     if (tput) {
         printf("\nThroughput (window %d WQEs, every %dth signaled; "
@@ -631,9 +632,10 @@ int main(int argc, char **argv)
                     continue;
                 }
                 printf("  %-5s %-8s %6u %8.3f %10.1f %9.2f %12.0f %10.5f "
-                       "%8.1f %8.1f %8.1f\n", op_name[op], chpp_size_str(sizes[s]),
-                       r->ops, r->secs, r->mbps, r->kops, memcpy_mbps[s],
-                       r->mbps / memcpy_mbps[s], 1e3 / r->kops,
+                       "%8.1f %8.1f %8.1f\n", op_name[op],
+                       chpp_size_str(sizes[s]), r->ops, r->secs, r->mbps,
+                       r->kops, memcpy_mbps[s], r->mbps / memcpy_mbps[s],
+                       1e3 / r->kops,
                        r->qemu_cpu_us, r->bench_cpu_us);
             }
         }
@@ -653,8 +655,8 @@ int main(int argc, char **argv)
                     continue;
                 }
                 printf("  %-5s %-8s %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f\n",
-                       op_name[op], chpp_size_str(sizes[s]), r->med_us, r->p99_us,
-                       r->floor_us, r->med_us - r->floor_us,
+                       op_name[op], chpp_size_str(sizes[s]), r->med_us,
+                       r->p99_us, r->floor_us, r->med_us - r->floor_us,
                        r->p99_us - r->floor_us, r->polls);
             }
         }

@@ -149,15 +149,15 @@ static void test_trace_events(void)
     g_autofree char *text = NULL;
     ChppDev *d = chpp_start(NULL, extra);
     static const char *const expect[] = {
-        "chpp_hca_cmd_issue INIT_HCA",
-        "chpp_hca_cmd_done INIT_HCA status 0x00",
-        "chpp_hca_eq_create EQ 0 ",
-        "chpp_hca_map_eq EQ 0 ",
-        "chpp_hca_cmd_issue NOP (0x031) in_mod 0x0 event 1 token 0x1234",
-        "chpp_hca_eqe EQ 0 pi 0 type 0x0a",
-        "chpp_hca_cmd_done UNKNOWN status 0x02",
-        "chpp_hca_guest_error command UNKNOWN: unknown opcode 0x7ff",
-        "chpp_hca_reg_read BAR0+0x0 -> 0x50504843",
+        "chpp_hca_cmd_issue fn 0 INIT_HCA",
+        "chpp_hca_cmd_done fn 0 INIT_HCA status 0x00",
+        "chpp_hca_eq_create fn 0 EQ 0 ",
+        "chpp_hca_map_eq fn 0 EQ 0 ",
+        "chpp_hca_cmd_issue fn 0 NOP (0x031) in_mod 0x0 event 1 token 0x1234",
+        "chpp_hca_eqe fn 0 EQ 0 pi 0 type 0x0a",
+        "chpp_hca_cmd_done fn 0 UNKNOWN status 0x02",
+        "chpp_hca_err_guest fn 0: command UNKNOWN: unknown opcode 0x7ff",
+        "chpp_hca_reg_read fn 0 BAR0+0x0 -> 0x50504843",
     };
     unsigned i;
 

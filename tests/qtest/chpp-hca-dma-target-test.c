@@ -78,8 +78,8 @@ static void vf_flush_into_pf_config(ChppPf *p, ChppDev *vf)
     ChppTQp q = { .qpn = 0 };
 
     chpp_init_hca(vf);
-    g_assert_cmphex(chpp_sw2hw_eq(vf, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x100, 8, 0, 0), ==,
-                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_sw2hw_eq(vf, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x100,
+                                  8, 0, 0), ==, CHPP_STAT_OK);
     g_assert_cmphex(chpp_map_eq(vf, 0, 1ull << CHPP_EVENT_CQ_ERROR, false),
                     ==, CHPP_STAT_OK);
     chpp_create_cq(vf, 0, 2, 0, UAR);
@@ -255,8 +255,8 @@ static void test_flr_under_command(void)
     p->vf[1] = chpp_vf_handle(p, 1);
     chpp_init_hca(p->vf[1]);
     chpp_init_hca(d);
-    g_assert_cmphex(chpp_sw2hw_eq(d, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x40, 4, 0, 0), ==,
-                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_sw2hw_eq(d, 0, chpp_ecam(CHPP_TEST_DEVFN, 0) + 0x40,
+                                  4, 0, 0), ==, CHPP_STAT_OK);
     g_assert_cmphex(chpp_map_eq(d, 0, 1ull << CHPP_EVENT_CMD, false), ==,
                     CHPP_STAT_OK);
     chpp_cmd_post(d, CHPP_CMD_NOP, 0, 0, 0, true, 1);

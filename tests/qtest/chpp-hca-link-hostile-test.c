@@ -14,6 +14,7 @@
 #include "standard-headers/linux/pci_regs.h"
 #include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
+#include "hw/chpp/chpp-wire.h"
 
 #define DEV_PATH    "/machine/peripheral/hca"
 #define NODE        1           /* the device's node */

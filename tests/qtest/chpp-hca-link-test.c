@@ -12,6 +12,7 @@
 #include "qemu/sockets.h"
 #include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
+#include "hw/chpp/chpp-wire.h"
 
 #define DEV_PATH "/machine/peripheral-anon/device[0]"
 

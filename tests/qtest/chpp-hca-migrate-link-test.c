@@ -313,7 +313,7 @@ static void test_migrate_with_work(const char *props, int mig)
 
     /* 2. Node 1 holds what it sends from now on (ACKs, requests). */
     qom_set_u64(t.p[0]->d, "fault-delay-ns", HOLD_NS);
-    /* A long PUT VF2 -> VF1, then a NAP (one packet) behind it into a receive. */
+    /* A long PUT VF2 -> VF1, then a NAP (one packet) behind it: a receive. */
     chpp_fill(t.vf[1].n.d, t.vf[1].buf + O_LONG, PUT_LONG, 4);
     chpp_fill(t.vf[1].n.d, t.vf[1].buf + O_SEND, 2048, 5);
     post_recv(&t.vf[0], 0x31, O_RECV, 2);

@@ -382,14 +382,14 @@ static size_t at_vf1_num_qps(const uint8_t *data, size_t len)
 
 static const Corruption corruptions[] = {
     { "port state", at_vf1_port_state, 0x77,
-      "chpp_hca_vmstate_refused function 1: port state" },
+      "chpp_hca_err_vmstate_refused fn 1: port state" },
     { "VF number", at_vf1_number, 2, NULL },
     { "VF count", at_num_vfs, 0, NULL },
     { "VF count above TotalVFs", at_num_vfs, CHPP_MAX_VFS + 1,
-      "chpp_hca_vmstate_refused function 0: VF count disagrees" },
+      "chpp_hca_err_vmstate_refused fn 0: VF count disagrees" },
     /* The PF has CHPP_DEFAULT_QPS QPs: a VF cannot have more. */
     { "VF quota above the PF's", at_vf1_num_qps, CHPP_DEFAULT_QPS + 1,
-      "chpp_hca_vmstate_refused function 0: VF quotas: fn_res[1].num_qps 5 "
+      "chpp_hca_err_vmstate_refused fn 0: VF quotas: fn_res[1].num_qps 5 "
       "(1..4, the PF's own)" },
 };
 
@@ -403,7 +403,7 @@ static const Corruption corruptions[] = {
 static void load_stream(const char *stream, const char *log, bool good)
 {
     g_autofree char *extra = g_strdup_printf(
-        "-trace 'chpp_hca_vmstate_*' -D %s", log);
+        "-trace 'chpp_hca_*vmstate_*' -D %s", log);
     g_autofree char *uri = g_strdup_printf("exec:cat %s", stream);
     ChppDev *d = chpp_start_incoming_extra(NULL, extra, "defer");
     int64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
@@ -516,7 +516,7 @@ static void test_refuse_bad_deferred_events(void)
     g_autofree uint8_t *data = NULL;
     ChppPf *p = chpp_pf_start(NULL, NULL);
     const char *trace =
-        "chpp_hca_vmstate_refused function 0: deferred events";
+        "chpp_hca_err_vmstate_refused fn 0: deferred events";
     size_t len, e0;
     int vf;
 
@@ -614,7 +614,7 @@ static void load_patched(const uint8_t *data, size_t len, const char *dir,
     g_autofree char *bad = g_strdup_printf("%s/bad", dir);
     g_autofree char *log = g_strdup_printf("%s/log", dir);
     g_autofree char *expect = g_strdup_printf(
-        "chpp_hca_vmstate_refused function 0: %s", p->expect);
+        "chpp_hca_err_vmstate_refused fn 0: %s", p->expect);
     g_autofree uint8_t *copy = g_memdup2(data, len);
     g_autofree char *text = NULL;
     int i;
@@ -815,7 +815,7 @@ static void test_refuse_bad_db_lost(void)
     g_autofree char *log = g_strdup_printf("%s/log", dir);
     g_autofree uint8_t *data = NULL;
     ChppDev *d = chpp_start(NULL, NULL);
-    const char *trace = "chpp_hca_vmstate_refused function 0: lost doorbells";
+    const char *trace = "chpp_hca_err_vmstate_refused fn 0: lost doorbells";
     struct chpp_qp_context c = {
         .type = CHPP_QPT_RC, .port = 1,
         .log_sq_size = 6, .log_sq_stride = 6,

@@ -139,8 +139,10 @@ void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring);
 /* The same for @n WQEs (all freed) in one or two writes, one doorbell. */
 void chpp_post_sends(ChppDev *d, ChppTQp *q, ChppWqeBuf **w, uint32_t n,
                      bool ring);
-/* @count receives with wr_id @wr_id, @wr_id + 1, ..., each with the same
- * @nsge SGEs, in one or two writes, and one RQ doorbell. */
+/*
+ * @count receives with wr_id @wr_id, @wr_id + 1, ..., each with the same
+ * @nsge SGEs, in one or two writes, and one RQ doorbell.
+ */
 void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
                      const ChppTSge *sge, uint32_t nsge, uint32_t count);
 void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,

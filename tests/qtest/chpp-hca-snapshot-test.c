@@ -377,7 +377,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     /*
      * Under ASan (scripts/qtest.sh --asan) QEMU records whole malloc
-     * stacks, so that scripts/lsan.supp can name QEMU 7.2's snapshot
+     * stacks, so that scripts/lib/lsan.supp can name QEMU 7.2's snapshot
      * channel leak exactly: the fast unwinder loses the frames between
      * g_malloc and the snapshot job.
      */

@@ -139,7 +139,7 @@ static void vf_enable_cycles(ChppPf *p, int n)
 /*
  * A guest toggling VF Enable must not grow QEMU.  QEMU 7.2's pcie_sriov
  * kept pci_new()'s reference to every VF it unplugged (fixed in
- * scripts/qemu-hooks.patch), and BAR0's register subregion referenced its
+ * scripts/lib/qemu-hooks.patch), and BAR0's register subregion referenced its
  * own VF: either leaked the VF objects, about 130 KiB per cycle of 7 VFs
  * (40 MiB over this test).  A leaked VF is unparented, so the QOM tree
  * cannot count it: RSS does, after a warm-up, with the RCU callbacks that

@@ -25,9 +25,13 @@
  * only. Either way the device's own address translation (MTT) is used for
  * the data region, so the pages need not be contiguous.
  *
+ * WQEs, doorbells and CQEs go through the user-space data path the verbs
+ * provider and libchpp-user use (guest-driver/common/chpp_datapath.c);
+ * every other ABI field is converted with le32toh()/htole32() here.
+ *
  * Prints "chpp-vfio: RESULT PASS" or "chpp-vfio: RESULT FAIL <why>" and
- * exits 0 only on PASS. Built statically on the host (gcc -static) so that
- * it runs in the busybox initramfs.
+ * exits 0 only on PASS. Built statically on the host (make -C tests/vfio)
+ * so that it runs in the busybox initramfs.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -54,6 +58,7 @@
 #include <linux/vfio.h>
 
 #include "hw/chpp/chpp-hca-abi.h"
+#include "chpp_datapath.h"
 
 /* Layout of each function's DMA area (its own IOVA space, 4 KiB pages). */
 #define OFF_MBOX_IN     0x0000
@@ -101,7 +106,8 @@ struct fn {
     uint32_t func;
     uint16_t node;
     uint8_t magic;
-    uint32_t eq_ci, cq_ci[2], sq_pi, rq_pi;
+    uint32_t eq_ci, cq_ci[2];
+    struct chpp_uwq sq, rq;
     uint32_t data_key;
     int irqfd;
 };
@@ -149,27 +155,26 @@ static uint64_t dma(struct fn *f, size_t off)
 
 /* ---- registers --------------------------------------------------------- */
 
+/* Registers are little-endian. */
 static uint32_t rd32(struct fn *f, uint32_t off)
 {
-    return *(volatile uint32_t *)(f->bar0 + off); /* MMIO */
+    /* MMIO: volatile, so that every read reaches the device. */
+    volatile uint32_t *reg = (volatile uint32_t *)(f->bar0 + off);
+    uint32_t v = *reg;
+
+    return le32toh((CHPP_FORCE chpp_le32)v);
 }
 
 static void wr32(struct fn *f, uint32_t off, uint32_t v)
 {
-    *(volatile uint32_t *)(f->bar0 + off) = v; /* MMIO */
+    /* MMIO */
+    *(volatile uint32_t *)(f->bar0 + off) = (CHPP_FORCE uint32_t)htole32(v);
 }
 
-static void uar_wr32(struct fn *f, uint32_t off, uint32_t v)
+/* The UAR page of the doorbells (chpp_ring_*). */
+static uint8_t *uar(struct fn *f)
 {
-    __sync_synchronize();   /* WQEs before the doorbell */
-    *(volatile uint32_t *)(f->bar2 + UAR * CHPP_UAR_PAGE_SIZE + off) = v;
-}
-
-static void uar_wr64(struct fn *f, uint32_t off, uint64_t v)
-{
-    __sync_synchronize();
-    /* MMIO: one 64-bit volatile store */
-    *(volatile uint64_t *)(f->bar2 + UAR * CHPP_UAR_PAGE_SIZE + off) = v;
+    return (uint8_t *)f->bar2 + UAR * CHPP_UAR_PAGE_SIZE;
 }
 
 static uint32_t counter(struct fn *f, enum chpp_counter c)
@@ -419,28 +424,32 @@ static void write_mtt(struct fn *f, uint32_t first, const uint64_t *e,
                       uint32_t n)
 {
     struct chpp_write_mtt *m = (void *)(f->mem + OFF_MBOX_IN);
+    uint32_t i;
 
     memset(m, 0, sizeof(*m));
-    m->first_index = first;
-    memcpy(m->entries, e, n * sizeof(*e));
+    m->first_index = htole64(first);
+    for (i = 0; i < n; i++) {
+        m->entries[i] = htole64(e[i]);
+    }
     cmd_ok(f, CHPP_CMD_WRITE_MTT, dma(f, OFF_MBOX_IN), n, 0);
 }
 
 static uint32_t create_mr(struct fn *f, uint32_t idx, uint64_t start,
                           uint64_t len, uint32_t mtt, uint32_t flags)
 {
+    uint32_t key = idx << CHPP_KEY_INDEX_SHIFT | (0x30 + idx);
     struct chpp_mpt_context m = {
-        .flags = flags,
-        .key = idx << CHPP_KEY_INDEX_SHIFT | (0x30 + idx),
-        .pd = PD,
+        .flags = htole32(flags),
+        .key = htole32(key),
+        .pd = htole32(PD),
         .log_page_size = 12,
-        .start = start,
-        .length = len,
-        .mtt_base = mtt,
+        .start = htole64(start),
+        .length = htole64(len),
+        .mtt_base = htole32(mtt),
     };
 
     cmd_in(f, CHPP_CMD_SW2HW_MPT, idx, &m, sizeof(m));
-    return m.key;
+    return key;
 }
 
 static void bring_up(struct fn *f)
@@ -449,15 +458,13 @@ static void bring_up(struct fn *f)
     struct chpp_dev_cap cap;
     struct chpp_port_info port;
     struct chpp_eq_context eq = {
-        .base_addr = 0,
-        .num_entries = EQ_ENTRIES,
-        .msix_vector = 0,
+        .base_addr = htole64(dma(f, OFF_EQ)),
+        .num_entries = htole32(EQ_ENTRIES),
+        .msix_vector = htole16(0),
         .flags = CHPP_EQ_FLAG_ARMED,
     };
     uint64_t mtt[MTT_FAULT];
-    uint32_t i, abi;
-
-    eq.base_addr = dma(f, OFF_EQ);
+    uint32_t i, abi, flags, max_qps, max_cqs, max_mpts;
 
     CHECK(rd32(f, CHPP_REG_MAGIC) == CHPP_MAGIC, "%s: magic 0x%08x", f->name,
           rd32(f, CHPP_REG_MAGIC));
@@ -470,20 +477,25 @@ static void bring_up(struct fn *f)
     f->func = rd32(f, CHPP_REG_FUNC);
 
     cmd_out(f, CHPP_CMD_QUERY_FW, 0, &fw, sizeof(fw));
-    CHECK(fw.abi_major == CHPP_ABI_VERSION_MAJOR, "%s: QUERY_FW ABI %u",
-          f->name, fw.abi_major);
+    CHECK(le16toh(fw.abi_major) == CHPP_ABI_VERSION_MAJOR,
+          "%s: QUERY_FW ABI %u", f->name, le16toh(fw.abi_major));
     cmd_out(f, CHPP_CMD_QUERY_DEV_CAP, 0, &cap, sizeof(cap));
-    CHECK((cap.flags & CHPP_DEV_CAP_FLAG_VF) && cap.func == f->func &&
-          cap.max_qps > QPN && cap.max_cqs >= 2 && cap.max_mpts > MPT_FAULT &&
-          cap.max_pds > PD && cap.max_mtt_entries > MTT_FAULT &&
-          cap.num_msix >= 1 && cap.num_uar_pages > UAR,
+    flags = le32toh(cap.flags);
+    max_qps = le32toh(cap.max_qps);
+    max_cqs = le32toh(cap.max_cqs);
+    max_mpts = le32toh(cap.max_mpts);
+    CHECK((flags & CHPP_DEV_CAP_FLAG_VF) && le16toh(cap.func) == f->func &&
+          max_qps > QPN && max_cqs >= 2 && max_mpts > MPT_FAULT &&
+          le32toh(cap.max_pds) > PD &&
+          le32toh(cap.max_mtt_entries) > MTT_FAULT &&
+          le32toh(cap.num_msix) >= 1 && le32toh(cap.num_uar_pages) > UAR,
           "%s: QUERY_DEV_CAP flags 0x%x func %u qps %u cqs %u mpts %u",
-          f->name, cap.flags, cap.func, cap.max_qps, cap.max_cqs,
-          cap.max_mpts);
-    f->node = cap.node_id;
+          f->name, flags, le16toh(cap.func), max_qps, max_cqs, max_mpts);
+    f->node = le16toh(cap.node_id);
     say("%s: VF %u of node %u: %u QPs, %u CQs, %u EQs, %u MPTs, %u MTTs, "
-        "%u MSI-X", f->name, f->func, f->node, cap.max_qps, cap.max_cqs,
-        cap.max_eqs, cap.max_mpts, cap.max_mtt_entries, cap.num_msix);
+        "%u MSI-X", f->name, f->func, f->node, max_qps, max_cqs,
+        le32toh(cap.max_eqs), max_mpts, le32toh(cap.max_mtt_entries),
+        le32toh(cap.num_msix));
     cmd_ok(f, CHPP_CMD_INIT_HCA, 0, CHPP_ABI_VERSION_MAJOR, 0);
 
     cmd_in(f, CHPP_CMD_SW2HW_EQ, 0, &eq, sizeof(eq));
@@ -501,11 +513,11 @@ static void bring_up(struct fn *f)
 
     for (i = 0; i < 2; i++) {
         struct chpp_cq_context cq = {
-            .mtt_base = i ? MTT_CQ1 : MTT_CQ0,
+            .mtt_base = htole32(i ? MTT_CQ1 : MTT_CQ0),
             .log_page_size = 12,
-            .num_entries = CQ_ENTRIES,
-            .eqn = 0,
-            .uar = UAR,
+            .num_entries = htole32(CQ_ENTRIES),
+            .eqn = htole32(0),
+            .uar = htole16(UAR),
         };
         cmd_in(f, CHPP_CMD_SW2HW_CQ, i, &cq, sizeof(cq));
     }
@@ -515,25 +527,32 @@ static void bring_up(struct fn *f)
 
     cmd_ok(f, CHPP_CMD_INIT_PORT, 0, 1, 0);
     cmd_out(f, CHPP_CMD_QUERY_PORT, 1, &port, sizeof(port));
-    say("%s: port 1 state %u lid %u", f->name, port.state, port.lid);
+    say("%s: port 1 state %u lid %u", f->name, port.state,
+        le16toh(port.lid));
+    f->sq = (struct chpp_uwq) {
+        .ring = f->mem + OFF_SQ, .n = 1u << LOG_WQS, .shift = LOG_STRIDE,
+    };
+    f->rq = (struct chpp_uwq) {
+        .ring = f->mem + OFF_RQ, .n = 1u << LOG_WQS, .shift = LOG_STRIDE,
+    };
 }
 
 static void qp_init(struct fn *f)
 {
     struct chpp_qp_modify m = {
-        .attr_mask = CHPP_QP_ATTR_PKEY_INDEX | CHPP_QP_ATTR_PORT |
-                     CHPP_QP_ATTR_ACCESS_FLAGS,
+        .attr_mask = htole32(CHPP_QP_ATTR_PKEY_INDEX | CHPP_QP_ATTR_PORT |
+                             CHPP_QP_ATTR_ACCESS_FLAGS),
         .ctx = {
-            .type = CHPP_QPT_RC, .port = 1, .pd = PD,
-            .send_cqn = 0, .recv_cqn = 1,
-            .sq_mtt_base = MTT_SQ, .rq_mtt_base = MTT_RQ,
+            .type = CHPP_QPT_RC, .port = 1, .pd = htole32(PD),
+            .send_cqn = htole32(0), .recv_cqn = htole32(1),
+            .sq_mtt_base = htole32(MTT_SQ), .rq_mtt_base = htole32(MTT_RQ),
             .log_sq_size = LOG_WQS, .log_sq_stride = LOG_STRIDE,
             .log_rq_size = LOG_WQS, .log_rq_stride = LOG_STRIDE,
             .sq_log_page_size = 12, .rq_log_page_size = 12,
-            .uar = UAR,
-            .access_flags = CHPP_ACCESS_LOCAL_WRITE |
-                            CHPP_ACCESS_REMOTE_WRITE |
-                            CHPP_ACCESS_REMOTE_READ,
+            .uar = htole16(UAR),
+            .access_flags = htole32(CHPP_ACCESS_LOCAL_WRITE |
+                                    CHPP_ACCESS_REMOTE_WRITE |
+                                    CHPP_ACCESS_REMOTE_READ),
             .magic = f->magic,
         },
     };
@@ -544,15 +563,15 @@ static void qp_init(struct fn *f)
 static void qp_connect(struct fn *f, const struct fn *peer)
 {
     struct chpp_qp_modify m = {
-        .attr_mask = CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                     CHPP_QP_ATTR_DEST_QPN | CHPP_QP_ATTR_RQ_PSN |
-                     CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                     CHPP_QP_ATTR_MIN_RNR_TIMER,
+        .attr_mask = htole32(CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
+                             CHPP_QP_ATTR_DEST_QPN | CHPP_QP_ATTR_RQ_PSN |
+                             CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                             CHPP_QP_ATTR_MIN_RNR_TIMER),
         .ctx = {
             .path_mtu = 3,  /* 1024: messages are segmented */
-            .dest_node = peer->node, .dest_qpn = QPN,
+            .dest_node = htole32(peer->node), .dest_qpn = htole32(QPN),
             .dest_magic = peer->magic, .dest_vf = peer->func,
-            .rq_psn = 0x100, .sq_psn = 0x100,
+            .rq_psn = htole32(0x100), .sq_psn = htole32(0x100),
             .max_dest_rd_atomic = 4, .max_rd_atomic = 4,
             .min_rnr_timer = 1, .timeout = 14, .retry_cnt = 7,
             .rnr_retry = 7,
@@ -560,105 +579,63 @@ static void qp_connect(struct fn *f, const struct fn *peer)
     };
 
     cmd_in(f, CHPP_CMD_INIT2RTR_QP, QPN, &m, sizeof(m));
-    m.attr_mask = CHPP_QP_ATTR_SQ_PSN | CHPP_QP_ATTR_TIMEOUT |
-                  CHPP_QP_ATTR_RETRY_CNT | CHPP_QP_ATTR_RNR_RETRY |
-                  CHPP_QP_ATTR_MAX_QP_RD_ATOMIC;
+    m.attr_mask = htole32(CHPP_QP_ATTR_SQ_PSN | CHPP_QP_ATTR_TIMEOUT |
+                          CHPP_QP_ATTR_RETRY_CNT | CHPP_QP_ATTR_RNR_RETRY |
+                          CHPP_QP_ATTR_MAX_QP_RD_ATOMIC);
     cmd_in(f, CHPP_CMD_RTR2RTS_QP, QPN, &m, sizeof(m));
 }
 
 /* ---- work requests and completions ------------------------------------- */
-
-static uint8_t *sq_slot(struct fn *f)
-{
-    uint8_t *w = f->mem + OFF_SQ +
-                 ((f->sq_pi & ((1u << LOG_WQS) - 1)) << LOG_STRIDE);
-
-    memset(w, 0, 1u << LOG_STRIDE);
-    return w;
-}
-
-static void post_send(struct fn *f)
-{
-    f->sq_pi = (f->sq_pi + 1) & CHPP_UAR_DB_PI_MASK;
-    uar_wr32(f, CHPP_UAR_SQ_DB, QPN << CHPP_UAR_DB_QPN_SHIFT | f->sq_pi);
-}
 
 /* One send WQE: ctrl, optional raddr, one data segment (or inline data). */
 static void send_wqe(struct fn *f, uint8_t op, uint64_t wr_id,
                      uint64_t raddr, uint32_t rkey, uint64_t laddr,
                      uint32_t len, const void *inl)
 {
-    uint8_t *w = sq_slot(f);
-    struct chpp_wqe_ctrl *c = (void *)w;
-    size_t pos = sizeof(*c);
+    struct chpp_usge sg = {
+        .addr = inl ? (uintptr_t)inl : laddr, .length = len,
+        .lkey = f->data_key,
+    };
+    struct chpp_usend wr = {
+        .opcode = op,
+        .flags = CHPP_WQE_SIGNALED | (inl ? CHPP_WQE_INLINE : 0),
+        .raddr = raddr, .rkey = rkey, .sg = &sg, .num_sge = 1,
+    };
 
-    c->opcode = op;
-    c->flags = CHPP_WQE_SIGNALED | (inl ? CHPP_WQE_INLINE : 0);
-    c->wr_id = wr_id;
-    if (op == CHPP_WQE_PUT || op == CHPP_WQE_GET) {
-        struct chpp_wqe_raddr *r = (void *)(w + pos);
-
-        r->raddr = raddr;
-        r->rkey = rkey;
-        pos += sizeof(*r);
-    }
-    if (inl) {
-        struct chpp_wqe_inline *h = (void *)(w + pos);
-
-        h->length = len;
-        memcpy(w + pos + sizeof(*h), inl, len);
-    } else {
-        struct chpp_wqe_sge *s = (void *)(w + pos);
-
-        c->num_sge = 1;
-        s->length = len;
-        s->lkey = f->data_key;
-        s->addr = laddr;
-    }
-    post_send(f);
+    CHECK(!chpp_write_send_wqe(&f->sq, CHPP_QPT_RC, 0, &wr, wr_id),
+          "%s: send WQE of %u bytes does not fit", f->name, len);
+    f->sq.head++;
+    chpp_ring_sq(uar(f), QPN, f->sq.head);
 }
 
 static void post_recv(struct fn *f, uint64_t wr_id, uint64_t addr,
                       uint32_t len)
 {
-    uint8_t *w = f->mem + OFF_RQ +
-                 ((f->rq_pi & ((1u << LOG_WQS) - 1)) << LOG_STRIDE);
-    struct chpp_rwqe_hdr *h = (void *)w;
-    struct chpp_wqe_sge *s = (void *)(w + sizeof(*h));
+    struct chpp_usge sg = { .addr = addr, .length = len, .lkey = f->data_key };
 
-    memset(w, 0, 1u << LOG_STRIDE);
-    h->wr_id = wr_id;
-    h->num_sge = 1;
-    s->length = len;
-    s->lkey = f->data_key;
-    s->addr = addr;
-    f->rq_pi = (f->rq_pi + 1) & CHPP_UAR_DB_PI_MASK;
-    uar_wr32(f, CHPP_UAR_RQ_DB, QPN << CHPP_UAR_DB_QPN_SHIFT | f->rq_pi);
+    CHECK(!chpp_write_recv_wqe(&f->rq, wr_id, &sg, 1),
+          "%s: receive WQE does not fit", f->name);
+    f->rq.head++;
+    chpp_ring_rq(uar(f), QPN, f->rq.head);
 }
 
 static void cq_db(struct fn *f, uint32_t cqn, uint32_t cmd_)
 {
-    uar_wr64(f, CHPP_UAR_CQ_DB,
-             (uint64_t)(f->cq_ci[cqn] & CHPP_CQ_DB_CI_MASK)
-             << CHPP_CQ_DB_CI_SHIFT | cmd_ << CHPP_CQ_DB_CMD_SHIFT | cqn);
+    chpp_ring_cq(uar(f), cqn, cmd_, f->cq_ci[cqn]);
 }
 
-static void poll_cq(struct fn *f, uint32_t cqn, struct chpp_cqe *out)
+static void poll_cq(struct fn *f, uint32_t cqn, struct chpp_ucqe *out)
 {
     int64_t end = now_ms() + TIMEOUT_MS;
     uint32_t ci = f->cq_ci[cqn];
-    /* written by the device: volatile reads */
-    volatile struct chpp_cqe *e = (void *)(f->mem +
-                                           (cqn ? OFF_CQ1 : OFF_CQ0) +
-                                           (ci % CQ_ENTRIES) * CHPP_CQE_SIZE);
-    bool want = !((ci / CQ_ENTRIES) & 1);
+    const struct chpp_cqe *ring = (void *)(f->mem + (cqn ? OFF_CQ1 : OFF_CQ0));
+    const struct chpp_cqe *e;
 
-    while (!!(e->owner & CHPP_CQE_OWNER) != want) {
+    while (!(e = chpp_cqe_at(ring, CQ_ENTRIES, ci))) {
         CHECK(now_ms() < end, "%s: no CQE on CQ %u (ci %u)", f->name, cqn, ci);
         usleep(200);
     }
-    __sync_synchronize();   /* owner before the rest */
-    memcpy(out, (void *)e, sizeof(*out));
+    chpp_cqe_read(e, out);
     f->cq_ci[cqn]++;
     cq_db(f, cqn, CHPP_CQ_DB_SET_CI);
 }
@@ -666,7 +643,7 @@ static void poll_cq(struct fn *f, uint32_t cqn, struct chpp_cqe *out)
 static void expect_cqe(struct fn *f, uint32_t cqn, uint8_t opcode,
                        uint64_t wr_id, uint32_t len, const char *what)
 {
-    struct chpp_cqe c;
+    struct chpp_ucqe c;
 
     poll_cq(f, cqn, &c);
     CHECK(c.status == CHPP_WC_SUCCESS && c.opcode == opcode &&
@@ -685,7 +662,7 @@ static bool next_eqe(struct fn *f, struct chpp_eqe *out)
                                            CHPP_EQE_SIZE);
     bool want = !((f->eq_ci / EQ_ENTRIES) & 1);
 
-    if (!!(e->owner & CHPP_EQE_OWNER) != want) {
+    if (!!(le32toh(e->owner) & CHPP_EQE_OWNER) != want) {
         return false;
     }
     __sync_synchronize();
@@ -787,7 +764,7 @@ int main(int argc, char **argv)
     struct fn b = { .name = "B", .iova = 0x200000000ull, .magic = 9 };
     uint8_t *adata, *bdata, *canary;
     struct chpp_eqe eqe;
-    struct chpp_cqe cqe;
+    struct chpp_ucqe cqe;
     char line[512];
     uint64_t ev, canary_pa;
     uint32_t dma_err0;
@@ -889,7 +866,8 @@ int main(int argc, char **argv)
           "B: eventfd read");
     got_comp = false;
     while (next_eqe(&b, &eqe)) {
-        got_comp |= eqe.type == CHPP_EVENT_COMP && eqe.event.cq.cqn == 1;
+        got_comp |= eqe.type == CHPP_EVENT_COMP &&
+                    le32toh(eqe.event.cq.cqn) == 1;
     }
     CHECK(got_comp, "B: interrupt without a COMP EQE for CQ 1");
     eq_arm(&b);
@@ -953,7 +931,7 @@ nap_inline:
         while (!got_comp && now_ms() < end) {
             while (next_eqe(&b, &eqe)) {
                 got_comp |= eqe.type == CHPP_EVENT_WQ_ACCESS_ERROR &&
-                            eqe.event.qp.qpn == QPN;
+                            le32toh(eqe.event.qp.qpn) == QPN;
             }
             usleep(1000);
         }

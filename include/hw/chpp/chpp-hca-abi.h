@@ -4,19 +4,50 @@
  *
  * This header is the single source of truth shared by the QEMU device model,
  * the qtests, the guest kernel driver and the guest user-space provider.  It
- * depends only on fixed-width integer types.  Every multi-byte field is
- * little-endian; convert with le*_to_cpu()/cpu_to_le*() on big-endian hosts.
- * docs/ explains the semantics of everything defined here.
+ * depends only on fixed-width integer types.  Every multi-byte field of its
+ * structures is little-endian, and typed so (below).
+ * docs/ explains the semantics of everything defined here.  The protocol
+ * between adapters (frames and the link), which no guest sees, is in
+ * chpp-wire.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause
  */
 #ifndef CHPP_HCA_ABI_H
 #define CHPP_HCA_ABI_H
 
-#ifdef __KERNEL__
+/*
+ * Byte order.  The multi-byte fields of the mailboxes, queue entries,
+ * contexts and wire records below are chpp_le16, chpp_le32 and chpp_le64:
+ *
+ * - Linux, kernel and user space: __le16, __le32 and __le64 of
+ *   <linux/types.h>, the types sparse checks (make C=2, the 'sparse' lint).
+ *   Read a field with le32_to_cpu() (kernel) or le32toh() (user space),
+ *   write it with cpu_to_le32() or htole32(); likewise 16 and 64.
+ * - QEMU (qemu/osdep.h comes first in every QEMU source, qtests included)
+ *   and any other host: plain uint16_t, uint32_t and uint64_t, the types
+ *   QEMU's le32_to_cpu(), cpu_to_le32(), ldl_le_p() and stl_le_p() take.
+ *
+ * The layout is the same either way; only the checking differs.
+ */
+#if defined(__KERNEL__)
 #include <linux/types.h>
+#define CHPP_ABI_LINUX_TYPES        1
+#elif defined(__linux__) && !defined(QEMU_OSDEP_H)
+#include <stdint.h>
+#include <linux/types.h>
+#define CHPP_ABI_LINUX_TYPES        1
 #else
 #include <stdint.h>
+#endif
+
+#ifdef CHPP_ABI_LINUX_TYPES
+typedef __le16 chpp_le16;
+typedef __le32 chpp_le32;
+typedef __le64 chpp_le64;
+#else
+typedef uint16_t chpp_le16;
+typedef uint32_t chpp_le32;
+typedef uint64_t chpp_le64;
 #endif
 
 #define CHPP_ABI_ASSERT_SIZE(type, size) \
@@ -131,53 +162,91 @@
 #define CHPP_EQ_DB_CI_MASK          0x00ffffffu
 #define CHPP_EQ_DB_ARM              (1u << 31)
 
+/*
+ * Names.  The lists below (counters, commands, status codes, port states,
+ * event types, QP states and types) are X-macro lists: X(NAME, value)
+ * gives the enumerator CHPP_<kind>_NAME = value and the name "NAME" that
+ * chpp_*_name() returns, so the device, the driver, the provider, the
+ * tests and the gdb helper print the same names and state them nowhere
+ * else.  scripts/gdb/chpp_abi.py parses them too: keep one X() per line.
+ */
+/* Builders of the enums and name lookups from the lists. */
+#define CHPP_ABI_ENUM_CMD(name, val)    CHPP_CMD_##name = (val),
+#define CHPP_ABI_ENUM_STAT(name, val)   CHPP_STAT_##name = (val),
+#define CHPP_ABI_ENUM_EVENT(name, val)  CHPP_EVENT_##name = (val),
+#define CHPP_ABI_ENUM_QPS(name, val)    CHPP_QPS_##name = (val),
+#define CHPP_ABI_ENUM_QPT(name, val)    CHPP_QPT_##name = (val),
+#define CHPP_ABI_ENUM_PORT(name, val)   CHPP_PORT_##name = (val),
+#define CHPP_ABI_ENUM_CNT(name, val)    CHPP_CNT_##name = (val),
+#define CHPP_ABI_NAME_CASE(name, val)   case (val): return #name;
+#define CHPP_ABI_COUNT(name, val)       + 1
+/*
+ * chpp_<kind>_name(value): the name, or NULL for a value not in the list
+ * (the caller picks its own fallback).  A switch, so a value listed twice
+ * fails to compile.
+ */
+#define CHPP_ABI_NAME_FN(fn, list) \
+    static inline const char *fn(unsigned int value) \
+    { \
+        switch (value) { \
+        list(CHPP_ABI_NAME_CASE) \
+        } \
+        return (void *)0; \
+    }
+
 /* Counters: read-only, 32-bit, wrap, cleared by reset. */
 #define CHPP_REG_CNT_BASE           0x0800
 #define CHPP_REG_CNT(idx)           (CHPP_REG_CNT_BASE + 4 * (idx))
+#define CHPP_CNT_LIST(X) \
+    X(CMDS, 0)                  /* commands executed */ \
+    X(CMD_ERRORS, 1)            /* commands completed with status != OK */ \
+    X(CMD_REJECTED, 2)          /* go written while a command was running */ \
+    X(GUEST_ERRORS, 3)          /* every logged guest error */ \
+    X(EVENTS, 4)                /* EQEs written */ \
+    X(EVENTS_DROPPED, 5)        /* events lost: no EQ, EQ overrun, DMA */ \
+    X(IRQS, 6)                  /* MSI-X messages sent */ \
+    X(IRQS_MASKED, 7)           /* interrupts not sent: MSI-X disabled */ \
+    X(DB_ERRORS, 8)             /* malformed doorbells */ \
+    X(DMA_ERRORS, 9)            /* DMA accesses that failed */ \
+    X(DB_FIFO_OVERFLOW, 10)     /* SQ doorbells lost: FIFO full */ \
+    X(CQES, 11)                 /* CQEs written */ \
+    X(CQES_DROPPED, 12)         /* CQEs lost: CQ overrun or stopped */ \
+    X(WQES, 13)                 /* send WQEs started */ \
+    X(PKTS_TX, 14)              /* packets sent (loopback included) */ \
+    X(PKTS_RX, 15)              /* packets received */ \
+    X(PKTS_DROPPED, 16)         /* received packets dropped, any reason */ \
+    X(MAGIC_DROPS, 17)          /* ... of which: QP Magic mismatch */ \
+    X(RETRANSMITS, 18)          /* requests sent again (timeout, NAK) */ \
+    X(RNR_NAKS, 19)             /* RNR NAKs received */ \
+    X(PKTS_MALFORMED, 20)       /* received frames that failed decoding */ \
+    X(LINK_TX_FRAMES, 21)       /* frames written to the link */ \
+    X(LINK_RX_FRAMES, 22)       /* frames read from the link */ \
+    X(LINK_DOWN_DROPS, 23)      /* frames for the peer, link down */ \
+    X(LINK_BAD_RECORDS, 24)     /* link protocol errors (connection cut) */ \
+    X(LINK_CREDIT_ERRORS, 25)   /* frames beyond the credits we granted */ \
+    X(LINK_REFUSED, 26)         /* handshakes refused (either side) */ \
+    X(LINK_UPS, 27)             /* link up transitions */ \
+    X(LINK_DOWNS, 28)           /* link down transitions */ \
+    X(FAULT_DROPS, 29)          /* frames dropped by fault injection */ \
+    X(FAULT_CORRUPTS, 30)       /* frames corrupted by fault injection */ \
+    X(FAULT_DUPS, 31)           /* frames duplicated by fault injection */ \
+    X(FAULT_DELAYS, 32)         /* frames delayed by fault injection */ \
+    /* ABI 1.4 */ \
+    X(DMA_REFUSED, 33)          /* DMA/MSI-X to non-RAM targets refused */ \
+    /* the link's defences against a hostile peer */ \
+    X(LINK_SPOOFED, 34)         /* frames not from or for the peer, dropped */ \
+    X(LINK_MAGIC_CUTS, 35)      /* connections cut: QP magics guessed */ \
+    X(LINK_RX_PAUSES, 36)       /* backlog full: peer's frames held back */ \
+    X(LINK_OUTQ_FULL, 37)       /* write queue full: frames, credits wait */
+
 enum chpp_counter {
-    CHPP_CNT_CMDS = 0,          /* commands executed */
-    CHPP_CNT_CMD_ERRORS,        /* commands completed with status != OK */
-    CHPP_CNT_CMD_REJECTED,      /* go written while a command was running */
-    CHPP_CNT_GUEST_ERRORS,      /* every logged guest error */
-    CHPP_CNT_EVENTS,            /* EQEs written */
-    CHPP_CNT_EVENTS_DROPPED,    /* events lost: no EQ, EQ overrun, DMA */
-    CHPP_CNT_IRQS,              /* MSI-X messages sent */
-    CHPP_CNT_IRQS_MASKED,       /* interrupts not sent: MSI-X disabled */
-    CHPP_CNT_DB_ERRORS,         /* malformed doorbells */
-    CHPP_CNT_DMA_ERRORS,        /* DMA accesses that failed */
-    CHPP_CNT_DB_FIFO_OVERFLOW,  /* SQ doorbells lost: FIFO full */
-    CHPP_CNT_CQES,              /* CQEs written */
-    CHPP_CNT_CQES_DROPPED,      /* CQEs lost: CQ overrun or stopped */
-    CHPP_CNT_WQES,              /* send WQEs started */
-    CHPP_CNT_PKTS_TX,           /* packets sent (loopback included) */
-    CHPP_CNT_PKTS_RX,           /* packets received */
-    CHPP_CNT_PKTS_DROPPED,      /* received packets dropped, any reason */
-    CHPP_CNT_MAGIC_DROPS,       /* ... of which: QP Magic mismatch */
-    CHPP_CNT_RETRANSMITS,       /* requests sent again (timeout, NAK) */
-    CHPP_CNT_RNR_NAKS,          /* RNR NAKs received */
-    CHPP_CNT_PKTS_MALFORMED,    /* received frames that failed decoding */
-    CHPP_CNT_LINK_TX_FRAMES,    /* frames written to the link */
-    CHPP_CNT_LINK_RX_FRAMES,    /* frames read from the link */
-    CHPP_CNT_LINK_DOWN_DROPS,   /* frames for the peer while the link is down */
-    CHPP_CNT_LINK_BAD_RECORDS,  /* link protocol errors (connection cut) */
-    CHPP_CNT_LINK_CREDIT_ERRORS,/* frames beyond the credits we granted */
-    CHPP_CNT_LINK_REFUSED,      /* handshakes refused (either side) */
-    CHPP_CNT_LINK_UPS,          /* link up transitions */
-    CHPP_CNT_LINK_DOWNS,        /* link down transitions */
-    CHPP_CNT_FAULT_DROPS,       /* frames dropped by fault injection */
-    CHPP_CNT_FAULT_CORRUPTS,    /* frames corrupted by fault injection */
-    CHPP_CNT_FAULT_DUPS,        /* frames duplicated by fault injection */
-    CHPP_CNT_FAULT_DELAYS,      /* frames delayed by fault injection */
-    /* ABI 1.4 */
-    CHPP_CNT_DMA_REFUSED,       /* DMA/MSI-X to non-RAM targets refused */
-    /* the link's defences against a hostile peer */
-    CHPP_CNT_LINK_SPOOFED,      /* frames not from the peer's node or not
-                                   for this node, dropped */
-    CHPP_CNT_LINK_MAGIC_CUTS,   /* connections cut: QP magics guessed */
-    CHPP_CNT_LINK_RX_PAUSES,    /* backlog full: peer's frames held back */
-    CHPP_CNT_LINK_OUTQ_FULL,    /* write queue full: frames, credits wait */
+    CHPP_CNT_LIST(CHPP_ABI_ENUM_CNT)
     CHPP_CNT_NUM
 };
+#define CHPP_CNT_COUNT              (0 CHPP_CNT_LIST(CHPP_ABI_COUNT))
+CHPP_ABI_NAME_FN(chpp_counter_name, CHPP_CNT_LIST)
+/* Dense 0..NUM - 1: a counter indexes the registers and QUERY_STATS. */
+_Static_assert(CHPP_CNT_COUNT == CHPP_CNT_NUM, "counters are 0..NUM - 1");
 
 /* MSI-X table and PBA live in BAR0. */
 #define CHPP_MSIX_TABLE_OFFSET      0x2000
@@ -192,13 +261,7 @@ enum chpp_counter {
 #define CHPP_UAR_PAGE_SIZE          (1u << CHPP_UAR_PAGE_SHIFT)
 #define CHPP_MAX_UAR_PAGES          1024
 
-/*
- * Commands.  The lists below (commands, status codes, event types, QP
- * states) are X-macro lists: X(NAME, value) gives the enumerator
- * CHPP_<kind>_NAME = value and the name "NAME" that chpp_*_name() returns,
- * so the device, the driver, the provider and the tests print the same
- * names.  scripts/gdb/chpp_abi.py parses them too: keep one X() per line.
- */
+/* Commands (an X-macro list, see "Names" above). */
 #define CHPP_CMD_LIST(X) \
     X(QUERY_DEV_CAP,    0x003) \
     X(QUERY_FW,         0x004) \
@@ -242,27 +305,6 @@ enum chpp_counter {
     X(SET_VF_RES,       0x061)      /* PF only */ \
     X(QUERY_VF_RES,     0x062)      /* PF only */
 
-/* Builders of the enums and name lookups from the lists. */
-#define CHPP_ABI_ENUM_CMD(name, val)    CHPP_CMD_##name = (val),
-#define CHPP_ABI_ENUM_STAT(name, val)   CHPP_STAT_##name = (val),
-#define CHPP_ABI_ENUM_EVENT(name, val)  CHPP_EVENT_##name = (val),
-#define CHPP_ABI_ENUM_QPS(name, val)    CHPP_QPS_##name = (val),
-#define CHPP_ABI_NAME_CASE(name, val)   case (val): return #name;
-#define CHPP_ABI_COUNT(name, val)       + 1
-/*
- * chpp_<kind>_name(value): the name, or NULL for a value not in the list
- * (the caller picks its own fallback).  A switch, so a value listed twice
- * fails to compile.
- */
-#define CHPP_ABI_NAME_FN(fn, list) \
-    static inline const char *fn(unsigned int value) \
-    { \
-        switch (value) { \
-        list(CHPP_ABI_NAME_CASE) \
-        } \
-        return (void *)0; \
-    }
-
 enum chpp_opcode {
     CHPP_CMD_LIST(CHPP_ABI_ENUM_CMD)
 };
@@ -299,13 +341,13 @@ CHPP_ABI_NAME_FN(chpp_status_name, CHPP_STAT_LIST)
 
 /* QUERY_FW: out_param = output mailbox. */
 struct chpp_fw_info {
-    uint16_t fw_major;
-    uint16_t fw_minor;
-    uint16_t fw_subminor;
-    uint16_t reserved0;
-    uint16_t abi_major;
-    uint16_t abi_minor;
-    uint32_t reserved1[5];
+    chpp_le16 fw_major;
+    chpp_le16 fw_minor;
+    chpp_le16 fw_subminor;
+    chpp_le16 reserved0;
+    chpp_le16 abi_major;
+    chpp_le16 abi_minor;
+    chpp_le32 reserved1[5];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_fw_info, 32);
 
@@ -314,32 +356,32 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_fw_info, 32);
 #define CHPP_DEV_CAP_FLAG_VF            (1u << 1)
 
 struct chpp_dev_cap {
-    uint32_t flags;             /* CHPP_DEV_CAP_FLAG_* */
-    uint16_t func;              /* 0 = PF */
-    uint16_t node_id;
+    chpp_le32 flags;             /* CHPP_DEV_CAP_FLAG_* */
+    chpp_le16 func;              /* 0 = PF */
+    chpp_le16 node_id;
     uint8_t  num_ports;
     uint8_t  log_uar_page_size;
-    uint16_t reserved0;
-    uint32_t num_uar_pages;
-    uint32_t num_msix;
-    uint32_t max_eqs;
-    uint32_t max_eq_entries;
-    uint32_t max_cqs;
-    uint32_t max_cq_entries;
-    uint32_t max_qps;
-    uint32_t max_qp_wqes;
-    uint32_t max_mpts;
-    uint32_t max_mtt_entries;
-    uint32_t max_pds;
-    uint32_t max_srqs;
-    uint32_t max_sge;
-    uint32_t max_inline;
-    uint32_t max_msg_size;
-    uint32_t reserved1;
-    uint64_t page_size_cap;     /* bit n set: pages of 2^n bytes */
-    uint32_t max_srq_wqes;      /* ABI 1.5: CHPP_MAX_SRQ_WQES */
-    uint32_t max_srq_sge;       /* ABI 1.5: CHPP_MAX_SGE */
-    uint32_t reserved2[8];
+    chpp_le16 reserved0;
+    chpp_le32 num_uar_pages;
+    chpp_le32 num_msix;
+    chpp_le32 max_eqs;
+    chpp_le32 max_eq_entries;
+    chpp_le32 max_cqs;
+    chpp_le32 max_cq_entries;
+    chpp_le32 max_qps;
+    chpp_le32 max_qp_wqes;
+    chpp_le32 max_mpts;
+    chpp_le32 max_mtt_entries;
+    chpp_le32 max_pds;
+    chpp_le32 max_srqs;          /* ABI 1.5: num-srqs (0 before) */
+    chpp_le32 max_sge;
+    chpp_le32 max_inline;
+    chpp_le32 max_msg_size;
+    chpp_le32 reserved1;
+    chpp_le64 page_size_cap;     /* bit n set: pages of 2^n bytes */
+    chpp_le32 max_srq_wqes;      /* ABI 1.5: CHPP_MAX_SRQ_WQES */
+    chpp_le32 max_srq_sge;       /* ABI 1.5: CHPP_MAX_SGE */
+    chpp_le32 reserved2[8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 
@@ -362,23 +404,23 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 #define CHPP_ARB_MAX_PRIORITY       7
 
 struct chpp_vf_res {
-    uint32_t num_qps;
-    uint32_t num_cqs;
-    uint32_t num_eqs;
-    uint32_t num_mpts;
-    uint32_t num_pds;
-    uint32_t num_mtts;
-    uint32_t msix_vectors;
+    chpp_le32 num_qps;
+    chpp_le32 num_cqs;
+    chpp_le32 num_eqs;
+    chpp_le32 num_mpts;
+    chpp_le32 num_pds;
+    chpp_le32 num_mtts;
+    chpp_le32 msix_vectors;
     uint8_t  weight;            /* doorbell FIFO arbitration, 1..255 */
     uint8_t  priority;          /* 0..7, higher served first */
-    uint16_t reserved0;
+    chpp_le16 reserved0;
     /*
      * ABI 1.5: shared receive queues, 0..the PF's num-srqs; SET_VF_RES
      * with 0 (what an ABI 1.4 driver leaves in the reserved word) gives
      * the default, MIN(CHPP_VF_DEFAULT_SRQS, the PF's own).
      */
-    uint32_t num_srqs;
-    uint32_t reserved1[7];
+    chpp_le32 num_srqs;
+    chpp_le32 reserved1[7];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_vf_res, 64);
 
@@ -390,20 +432,24 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_vf_res, 64);
 #define CHPP_STATS_CLEAR            (1u << 0)
 #define CHPP_STATS_MAX              ((CHPP_MAILBOX_SIZE - 16) / 4)
 struct chpp_stats {
-    uint32_t num_counters;      /* CHPP_CNT_NUM of this device */
-    uint32_t reserved[3];
-    uint32_t counters[CHPP_STATS_MAX];
+    chpp_le32 num_counters;      /* CHPP_CNT_NUM of this device */
+    chpp_le32 reserved[3];
+    chpp_le32 counters[CHPP_STATS_MAX];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_stats, CHPP_MAILBOX_SIZE);
 
 /* Ports. */
 #define CHPP_NUM_PORTS              1
+#define CHPP_PORT_LIST(X) \
+    X(DOWN,             1) \
+    X(INIT,             2) \
+    X(ARMED,            3) \
+    X(ACTIVE,           4)
+
 enum chpp_port_state {          /* InfiniBand PortState values */
-    CHPP_PORT_DOWN      = 1,
-    CHPP_PORT_INIT      = 2,
-    CHPP_PORT_ARMED     = 3,
-    CHPP_PORT_ACTIVE    = 4,
+    CHPP_PORT_LIST(CHPP_ABI_ENUM_PORT)
 };
+CHPP_ABI_NAME_FN(chpp_port_state_name, CHPP_PORT_LIST)
 enum chpp_port_phys_state {     /* InfiniBand PortPhysicalState values */
     CHPP_PORT_PHYS_POLLING  = 2,
     CHPP_PORT_PHYS_DISABLED = 3,
@@ -434,14 +480,14 @@ struct chpp_port_info {
     uint8_t  active_mtu;
     uint8_t  link_width;        /* InfiniBand width enum: 1 = 1x */
     uint8_t  link_speed;        /* InfiniBand speed enum: 1 = SDR */
-    uint16_t lid;               /* CHPP_LID(node-id, function) */
-    uint32_t gid_tbl_len;
-    uint32_t pkey_tbl_len;
-    uint32_t max_msg_size;
-    uint32_t reserved0;
-    uint64_t port_guid;         /* CHPP_PORT_GUID(node-id, function) */
-    uint64_t gid_prefix;
-    uint32_t reserved1[6];
+    chpp_le16 lid;               /* CHPP_LID(node-id, function) */
+    chpp_le32 gid_tbl_len;
+    chpp_le32 pkey_tbl_len;
+    chpp_le32 max_msg_size;
+    chpp_le32 reserved0;
+    chpp_le64 port_guid;         /* CHPP_PORT_GUID(node-id, function) */
+    chpp_le64 gid_prefix;
+    chpp_le32 reserved1[6];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_port_info, 64);
 
@@ -465,15 +511,15 @@ enum chpp_eq_state {
 
 /* SW2HW_EQ: in_modifier = eqn, in_param = mailbox; QUERY_EQ output. */
 struct chpp_eq_context {
-    uint64_t base_addr;         /* DMA address of the ring */
-    uint32_t num_entries;       /* power of two */
-    uint16_t msix_vector;
+    chpp_le64 base_addr;         /* DMA address of the ring */
+    chpp_le32 num_entries;       /* power of two */
+    chpp_le16 msix_vector;
     uint8_t  state;             /* QUERY_EQ: enum chpp_eq_state */
     uint8_t  flags;             /* SW2HW_EQ: CHPP_EQ_FLAG_* */
-    uint32_t producer_index;    /* QUERY_EQ */
-    uint32_t consumer_index;    /* QUERY_EQ */
-    uint32_t dropped;           /* QUERY_EQ: events lost on this EQ */
-    uint32_t reserved[9];
+    chpp_le32 producer_index;    /* QUERY_EQ */
+    chpp_le32 consumer_index;    /* QUERY_EQ */
+    chpp_le32 dropped;           /* QUERY_EQ: events lost on this EQ */
+    chpp_le32 reserved[9];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_eq_context, 64);
 
@@ -529,22 +575,22 @@ CHPP_ABI_NAME_FN(chpp_event_name, CHPP_EVENT_LIST)
 #define CHPP_EQE_OWNER              (1u << 31)
 
 struct chpp_eqe_cmd {
-    uint16_t token;
+    chpp_le16 token;
     uint8_t  status;            /* enum chpp_status */
     uint8_t  reserved0;
-    uint32_t out_param_lo;      /* HCR out_param at completion */
-    uint32_t out_param_hi;
-    uint32_t reserved1[3];
+    chpp_le32 out_param_lo;      /* HCR out_param at completion */
+    chpp_le32 out_param_hi;
+    chpp_le32 reserved1[3];
 };
 
 struct chpp_eqe_port {
-    uint32_t port;
-    uint32_t reserved[5];
+    chpp_le32 port;
+    chpp_le32 reserved[5];
 };
 
 struct chpp_eqe_eq_overflow {
-    uint32_t eqn;               /* the EQ that overran */
-    uint32_t reserved[5];
+    chpp_le32 eqn;               /* the EQ that overran */
+    chpp_le32 reserved[5];
 };
 
 /* DOORBELL_ERROR subtypes. */
@@ -561,42 +607,42 @@ struct chpp_eqe_eq_overflow {
 #define CHPP_DB_ERR_QUEUE_DEPTH     64
 
 struct chpp_eqe_doorbell_error {
-    uint32_t offset;            /* offset of the doorbell (BAR0 or UAR) */
-    uint32_t value;             /* the value written, bits 31:0 */
-    uint32_t uar;               /* UAR page, or 0xffffffff for BAR0 */
-    uint32_t value_hi;          /* ABI 1.2: bits 63:32 (0: 32-bit write) */
-    uint32_t reserved[2];
+    chpp_le32 offset;            /* offset of the doorbell (BAR0 or UAR) */
+    chpp_le32 value;             /* the value written, bits 31:0 */
+    chpp_le32 uar;               /* UAR page, or 0xffffffff for BAR0 */
+    chpp_le32 value_hi;          /* ABI 1.2: bits 63:32 (0: 32-bit write) */
+    chpp_le32 reserved[2];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_eqe_doorbell_error, 24);
 
 /* VF_FLR event (to the PF). */
 struct chpp_eqe_vf {
-    uint32_t vf;                /* 1..7 */
-    uint32_t reserved[5];
+    chpp_le32 vf;                /* 1..7 */
+    chpp_le32 reserved[5];
 };
 
 /* COMP and CQ_ERROR events. */
 struct chpp_eqe_cq {
-    uint32_t cqn;
-    uint32_t reserved[5];
+    chpp_le32 cqn;
+    chpp_le32 reserved[5];
 };
 
 /* QP affiliated events (COMM_EST, SQ_DRAINED, WQ_*, LAST_WQE_REACHED). */
 struct chpp_eqe_qp {
-    uint32_t qpn;
-    uint32_t reserved[5];
+    chpp_le32 qpn;
+    chpp_le32 reserved[5];
 };
 
 /* SRQ_LIMIT and SRQ_CATAS_ERROR events (ABI 1.5). */
 struct chpp_eqe_srq {
-    uint32_t srqn;
-    uint32_t reserved[5];
+    chpp_le32 srqn;
+    chpp_le32 reserved[5];
 };
 
 struct chpp_eqe {
     uint8_t  type;              /* enum chpp_event_type */
     uint8_t  subtype;           /* PORT_CHANGE: new port state */
-    uint16_t reserved0;
+    chpp_le16 reserved0;
     union {
         struct chpp_eqe_cmd cmd;
         struct chpp_eqe_port port;
@@ -606,9 +652,9 @@ struct chpp_eqe {
         struct chpp_eqe_qp qp;
         struct chpp_eqe_vf vf;
         struct chpp_eqe_srq srq;
-        uint32_t raw[6];
+        chpp_le32 raw[6];
     } event;
-    uint32_t owner;             /* bit 31: CHPP_EQE_OWNER */
+    chpp_le32 owner;             /* bit 31: CHPP_EQE_OWNER */
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_eqe_cmd, 24);
 CHPP_ABI_ASSERT_SIZE(struct chpp_eqe, CHPP_EQE_SIZE);
@@ -639,9 +685,9 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_eqe, CHPP_EQE_SIZE);
  * the driver answers it (RING_SQ of the QP it named, or QUERY_DB_LOST).
  */
 struct chpp_db_lost {
-    uint32_t count;             /* QPs set in qps[] */
-    uint32_t num_qps;           /* bits of qps[] that are QPs */
-    uint32_t reserved[2];
+    chpp_le32 count;             /* QPs set in qps[] */
+    chpp_le32 num_qps;           /* bits of qps[] that are QPs */
+    chpp_le32 reserved[2];
     uint8_t  qps[CHPP_MAX_QPS / 8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_db_lost, 16 + CHPP_MAX_QPS / 8);
@@ -675,16 +721,16 @@ enum chpp_res_state {
 
 /* SW2HW_MPT: in_modifier = MPT index, in_param = mailbox; QUERY_MPT out. */
 struct chpp_mpt_context {
-    uint32_t flags;             /* CHPP_MPT_* */
-    uint32_t key;
-    uint32_t pd;
+    chpp_le32 flags;             /* CHPP_MPT_* */
+    chpp_le32 key;
+    chpp_le32 pd;
     uint8_t  log_page_size;     /* 12..30; ignored with CHPP_MPT_PHYS */
     uint8_t  state;             /* QUERY_MPT: enum chpp_res_state */
-    uint16_t reserved0;
-    uint64_t start;             /* I/O virtual address of byte 0 */
-    uint64_t length;
-    uint32_t mtt_base;          /* MTT entry of the page holding 'start' */
-    uint32_t reserved1[7];
+    chpp_le16 reserved0;
+    chpp_le64 start;             /* I/O virtual address of byte 0 */
+    chpp_le64 length;
+    chpp_le32 mtt_base;          /* MTT entry of the page holding 'start' */
+    chpp_le32 reserved1[7];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_mpt_context, 64);
 
@@ -696,9 +742,9 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_mpt_context, 64);
 #define CHPP_MTT_ADDR_MASK          (~0xfffull)
 #define CHPP_MTT_PER_MAILBOX        ((CHPP_MAILBOX_SIZE - 16) / 8)
 struct chpp_write_mtt {
-    uint64_t first_index;
-    uint64_t reserved;
-    uint64_t entries[CHPP_MTT_PER_MAILBOX];
+    chpp_le64 first_index;
+    chpp_le64 reserved;
+    chpp_le64 entries[CHPP_MTT_PER_MAILBOX];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_write_mtt, CHPP_MAILBOX_SIZE);
 
@@ -711,19 +757,19 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_write_mtt, CHPP_MAILBOX_SIZE);
 #define CHPP_CQ_MIN_ENTRIES         2
 
 struct chpp_cq_context {
-    uint32_t mtt_base;
+    chpp_le32 mtt_base;
     uint8_t  log_page_size;
     uint8_t  state;             /* QUERY_CQ: enum chpp_res_state */
     uint8_t  arm;               /* QUERY_CQ: 0, CHPP_CQ_DB_ARM_NEXT/_SOL */
     uint8_t  reserved0;
-    uint32_t num_entries;       /* power of two */
-    uint32_t eqn;               /* EQ of its completion events */
-    uint32_t producer_index;    /* QUERY_CQ */
-    uint32_t consumer_index;    /* QUERY_CQ */
-    uint16_t uar;               /* UAR page allowed to ring its doorbell */
-    uint16_t reserved1;
-    uint32_t dropped;           /* QUERY_CQ: CQEs lost after an overrun */
-    uint32_t reserved2[8];
+    chpp_le32 num_entries;       /* power of two */
+    chpp_le32 eqn;               /* EQ of its completion events */
+    chpp_le32 producer_index;    /* QUERY_CQ */
+    chpp_le32 consumer_index;    /* QUERY_CQ */
+    chpp_le16 uar;               /* UAR page allowed to ring its doorbell */
+    chpp_le16 reserved1;
+    chpp_le32 dropped;           /* QUERY_CQ: CQEs lost after an overrun */
+    chpp_le32 reserved2[8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_cq_context, 64);
 
@@ -763,12 +809,12 @@ enum chpp_wc_status {           /* values of enum ib_wc_status */
 #define CHPP_CQE_FLAG_SOLICITED     (1u << 2)   /* SE bit of the message */
 
 struct chpp_cqe {
-    uint64_t wr_id;
-    uint32_t byte_len;
-    uint32_t imm;
-    uint32_t qpn;               /* local QP */
-    uint32_t src_qp;            /* receive: sender's QPN; send: WQE index */
-    uint16_t src_node;          /* receive: sender's node id */
+    chpp_le64 wr_id;
+    chpp_le32 byte_len;
+    chpp_le32 imm;
+    chpp_le32 qpn;               /* local QP */
+    chpp_le32 src_qp;            /* receive: sender's QPN; send: WQE index */
+    chpp_le16 src_node;          /* receive: sender's node id */
     uint8_t  src_vf;
     uint8_t  vendor_err;        /* enum chpp_vendor_err for errors */
     uint8_t  opcode;            /* enum chpp_cqe_opcode */
@@ -858,11 +904,15 @@ CHPP_ABI_NAME_FN(chpp_qp_state_name, CHPP_QPS_LIST)
 /* Dense 0..ERR, so a state indexes tables (QP_STATES in the gdb helper). */
 _Static_assert(CHPP_QPS_COUNT == CHPP_QPS_ERR + 1, "QP states are 0..ERR");
 
+#define CHPP_QPT_LIST(X) \
+    X(RC,               0) \
+    X(UC,               1) \
+    X(UD,               2)
+
 enum chpp_qp_type {
-    CHPP_QPT_RC     = 0,
-    CHPP_QPT_UC     = 1,
-    CHPP_QPT_UD     = 2,
+    CHPP_QPT_LIST(CHPP_ABI_ENUM_QPT)
 };
+CHPP_ABI_NAME_FN(chpp_qp_type_name, CHPP_QPT_LIST)
 
 /* Attribute mask of modify-QP commands (= enum ib_qp_attr_mask bits). */
 #define CHPP_QP_ATTR_STATE          (1u << 0)   /* never set: implied */
@@ -920,24 +970,24 @@ struct chpp_qp_context {
     uint8_t  type;              /* enum chpp_qp_type */
     uint8_t  port;              /* 1 */
     uint8_t  path_mtu;          /* InfiniBand MTU enum 1..5 (256..4096) */
-    uint32_t pd;
-    uint32_t send_cqn;
-    uint32_t recv_cqn;
-    uint32_t sq_mtt_base;
-    uint32_t rq_mtt_base;
+    chpp_le32 pd;
+    chpp_le32 send_cqn;
+    chpp_le32 recv_cqn;
+    chpp_le32 sq_mtt_base;
+    chpp_le32 rq_mtt_base;
     uint8_t  log_sq_size;       /* number of WQEs = 2^log_sq_size */
     uint8_t  log_sq_stride;     /* WQE size = 2^log_sq_stride bytes */
     uint8_t  log_rq_size;
     uint8_t  log_rq_stride;
     uint8_t  sq_log_page_size;
     uint8_t  rq_log_page_size;
-    uint16_t uar;               /* UAR page of its doorbells */
-    uint32_t access_flags;      /* CHPP_ACCESS_* */
-    uint32_t qkey;
-    uint32_t dest_node;         /* AV: destination node id */
-    uint32_t dest_qpn;
-    uint32_t sq_psn;            /* next PSN to send (24 bits) */
-    uint32_t rq_psn;            /* next PSN expected (24 bits) */
+    chpp_le16 uar;               /* UAR page of its doorbells */
+    chpp_le32 access_flags;      /* CHPP_ACCESS_* */
+    chpp_le32 qkey;
+    chpp_le32 dest_node;         /* AV: destination node id */
+    chpp_le32 dest_qpn;
+    chpp_le32 sq_psn;            /* next PSN to send (24 bits) */
+    chpp_le32 rq_psn;            /* next PSN expected (24 bits) */
     uint8_t  timeout;           /* local ACK timeout: 4.096 us * 2^n, 0 = inf */
     uint8_t  retry_cnt;         /* 0..7 */
     uint8_t  rnr_retry;         /* 0..7, 7 = infinite */
@@ -946,25 +996,25 @@ struct chpp_qp_context {
     uint8_t  max_dest_rd_atomic;
     uint8_t  magic;             /* inbound packets must carry this */
     uint8_t  dest_magic;        /* AV: magic of the remote QP */
-    uint16_t pkey_index;
+    chpp_le16 pkey_index;
     uint8_t  dest_vf;           /* AV: destination function */
     uint8_t  flags;             /* CHPP_QP_FLAG_* */
-    uint32_t sq_pi;             /* QUERY_QP: doorbell producer indexes */
-    uint32_t sq_ci;             /* QUERY_QP: next send WQE to start */
-    uint32_t rq_pi;
-    uint32_t rq_ci;             /* QUERY_QP: next receive WQE to use */
-    uint32_t sq_inflight;       /* QUERY_QP: WQEs started, not completed */
+    chpp_le32 sq_pi;             /* QUERY_QP: doorbell producer indexes */
+    chpp_le32 sq_ci;             /* QUERY_QP: next send WQE to start */
+    chpp_le32 rq_pi;
+    chpp_le32 rq_ci;             /* QUERY_QP: next receive WQE to use */
+    chpp_le32 sq_inflight;       /* QUERY_QP: WQEs started, not completed */
     uint8_t  sq_draining;       /* QUERY_QP: SQD not yet drained */
     uint8_t  en_sqd_async_notify;
     uint8_t  reserved0[2];
-    uint32_t srqn;              /* ABI 1.5: with CHPP_QP_FLAG_SRQ */
-    uint32_t reserved1[8];
+    chpp_le32 srqn;              /* ABI 1.5: with CHPP_QP_FLAG_SRQ */
+    chpp_le32 reserved1[8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_qp_context, 128);
 
 struct chpp_qp_modify {
-    uint32_t attr_mask;         /* CHPP_QP_ATTR_* */
-    uint32_t reserved[3];
+    chpp_le32 attr_mask;         /* CHPP_QP_ATTR_* */
+    chpp_le32 reserved[3];
     struct chpp_qp_context ctx;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_qp_modify, 144);
@@ -998,53 +1048,53 @@ struct chpp_wqe_ctrl {
     uint8_t  flags;             /* CHPP_WQE_* */
     uint8_t  num_sge;
     uint8_t  reserved;
-    uint32_t imm;               /* SEND_IMM, PUT_IMM */
-    uint64_t wr_id;
+    chpp_le32 imm;               /* SEND_IMM, PUT_IMM */
+    chpp_le64 wr_id;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ctrl, 16);
 
 struct chpp_wqe_ud {
-    uint32_t dest_node;
-    uint32_t dest_qpn;
-    uint32_t qkey;
+    chpp_le32 dest_node;
+    chpp_le32 dest_qpn;
+    chpp_le32 qkey;
     uint8_t  dest_vf;
     uint8_t  dest_magic;
-    uint16_t reserved;
+    chpp_le16 reserved;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_ud, 16);
 
 struct chpp_wqe_raddr {
-    uint64_t raddr;
-    uint32_t rkey;
-    uint32_t reserved;
+    chpp_le64 raddr;
+    chpp_le32 rkey;
+    chpp_le32 reserved;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_raddr, 16);
 
 struct chpp_wqe_atomic {
-    uint64_t swap_add;          /* CS: swap value; FA: addend */
-    uint64_t compare;           /* CS only */
+    chpp_le64 swap_add;          /* CS: swap value; FA: addend */
+    chpp_le64 compare;           /* CS only */
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_atomic, 16);
 
 struct chpp_wqe_sge {
-    uint32_t length;
-    uint32_t lkey;
-    uint64_t addr;
+    chpp_le32 length;
+    chpp_le32 lkey;
+    chpp_le64 addr;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_sge, 16);
 
 /* Inline segment: the byte count, then the data (padded to 16 bytes). */
 struct chpp_wqe_inline {
-    uint32_t length;
-    uint32_t reserved[3];
+    chpp_le32 length;
+    chpp_le32 reserved[3];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_wqe_inline, 16);
 
 /* Receive WQE: header, then num_sge data segments. */
 struct chpp_rwqe_hdr {
-    uint64_t wr_id;
-    uint32_t num_sge;
-    uint32_t reserved;
+    chpp_le64 wr_id;
+    chpp_le32 num_sge;
+    chpp_le32 reserved;
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
 
@@ -1064,20 +1114,20 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
 
 /* SW2HW_SRQ: in_modifier = srqn, in_param = mailbox; QUERY_SRQ output. */
 struct chpp_srq_context {
-    uint32_t pd;                /* the PD of the WQEs' lkeys */
-    uint32_t mtt_base;          /* MTT entry of the ring's first page */
+    chpp_le32 pd;                /* the PD of the WQEs' lkeys */
+    chpp_le32 mtt_base;          /* MTT entry of the ring's first page */
     uint8_t  log_size;          /* 2^log_size WQEs, 0..15 */
     uint8_t  log_stride;        /* WQE size 2^log_stride bytes, 6..11 */
     uint8_t  log_page_size;     /* 12..30 */
     uint8_t  state;             /* QUERY_SRQ: enum chpp_res_state */
-    uint16_t uar;               /* UAR page allowed to ring its doorbell */
-    uint16_t reserved0;
-    uint32_t limit;             /* QUERY_SRQ: armed limit, 0 = not armed */
-    uint32_t pi;                /* QUERY_SRQ: producer index (doorbell) */
-    uint32_t ci;                /* QUERY_SRQ: next WQE to take */
-    uint32_t free;              /* QUERY_SRQ: the record's free index */
-    uint32_t num_qps;           /* QUERY_SRQ: QPs attached */
-    uint32_t reserved1[7];
+    chpp_le16 uar;               /* UAR page allowed to ring its doorbell */
+    chpp_le16 reserved0;
+    chpp_le32 limit;             /* QUERY_SRQ: armed limit, 0 = not armed */
+    chpp_le32 pi;                /* QUERY_SRQ: producer index (doorbell) */
+    chpp_le32 ci;                /* QUERY_SRQ: next WQE to take */
+    chpp_le32 free;              /* QUERY_SRQ: the record's free index */
+    chpp_le32 num_qps;           /* QUERY_SRQ: QPs attached */
+    chpp_le32 reserved1[7];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_srq_context, 64);
 
@@ -1089,159 +1139,12 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_srq_context, 64);
  * (a message arriving in several packets) are still being filled.
  */
 struct chpp_srq_record {
-    uint32_t free;
-    uint32_t ci;                /* next WQE the device takes */
-    uint32_t reserved[2];
+    chpp_le32 free;
+    chpp_le32 ci;                /* next WQE the device takes */
+    chpp_le32 reserved[2];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_srq_record, 16);
 
 /* ARM_SRQ: in_modifier = srqn, in_param = limit (0 disarms, <= size). */
-
-/*
- * Wire format of a packet (docs/wire-format.md): the 16-byte cHPP header of
- * seed 004 figure 6, the 80-byte versioned extension, then the payload.
- * The loopback path and the link carry exactly these bytes.
- */
-#define CHPP_WIRE_HDR_SIZE          16
-#define CHPP_WIRE_EXT_VERSION       1
-#define CHPP_WIRE_MAX_PAYLOAD       4096
-
-#define CHPP_VC_DATA                0   /* NAP, PUT, all responses */
-#define CHPP_VC_GET                 1   /* GET requests */
-#define CHPP_NUM_VCS                2
-
-enum chpp_pkt_type {            /* header byte 2, bits 7:2 */
-    CHPP_PKT_NAP    = 1,        /* SEND, SEND_IMM, NAP, UD sends */
-    CHPP_PKT_PUT    = 2,        /* WRITE, WRITE_IMM, GET responses */
-    CHPP_PKT_GET    = 3,        /* GET requests */
-    CHPP_PKT_ATOMIC = 4,        /* atomic requests */
-    CHPP_PKT_ACK    = 5,        /* ACK, NAK, atomic responses */
-};
-
-enum chpp_wire_op {
-    CHPP_OP_SEND        = 0,
-    CHPP_OP_SEND_IMM    = 1,
-    CHPP_OP_NAP         = 2,
-    CHPP_OP_WRITE       = 3,
-    CHPP_OP_WRITE_IMM   = 4,
-    CHPP_OP_READ_REQ    = 5,
-    CHPP_OP_READ_RESP   = 6,
-    CHPP_OP_ATOMIC_CS   = 7,
-    CHPP_OP_ATOMIC_FA   = 8,
-    CHPP_OP_ACK         = 9,
-    CHPP_OP_NAK         = 10,
-    CHPP_OP_ATOMIC_ACK  = 11,
-    CHPP_OP_MAX         = CHPP_OP_ATOMIC_ACK,
-};
-
-#define CHPP_WIRE_F_FIRST           (1u << 0)   /* first packet of message */
-#define CHPP_WIRE_F_LAST            (1u << 1)   /* last packet of message */
-#define CHPP_WIRE_F_ACK_REQ         (1u << 2)   /* responder must ACK */
-#define CHPP_WIRE_F_SOLICITED       (1u << 3)
-#define CHPP_WIRE_F_IMM             (1u << 4)   /* imm valid */
-#define CHPP_WIRE_F_MASK            0x1fu
-
-enum chpp_wire_syndrome {       /* NAK reasons */
-    CHPP_NAK_PSN_SEQ    = 0,
-    CHPP_NAK_INV_REQ    = 1,
-    CHPP_NAK_REM_ACCESS = 2,
-    CHPP_NAK_REM_OP     = 3,
-    CHPP_NAK_RNR        = 4,
-};
-
-struct chpp_wire_ext {
-    uint8_t  version;           /* CHPP_WIRE_EXT_VERSION */
-    uint8_t  op;                /* enum chpp_wire_op */
-    uint8_t  flags;             /* CHPP_WIRE_F_* */
-    uint8_t  syndrome;          /* NAK: enum chpp_wire_syndrome */
-    uint32_t psn;               /* 24 bits */
-    uint32_t src_qpn;
-    uint32_t dst_qpn;
-    uint16_t src_node;
-    uint16_t dst_node;
-    uint8_t  src_vf;
-    uint8_t  dst_vf;
-    uint8_t  magic;             /* = header QP Magic */
-    uint8_t  rnr_timer;         /* RNR NAK: IB timer code */
-    uint32_t rkey;
-    uint32_t imm;
-    uint64_t va;                /* WRITE: target address of this payload */
-    uint32_t msg_len;           /* bytes of the whole message / GET */
-    uint32_t offset;            /* offset of this payload in the message */
-    uint32_t payload_len;       /* bytes after the extension */
-    uint32_t qkey;              /* UD */
-    uint64_t atomic0;           /* swap/add; ATOMIC_ACK: original value */
-    uint64_t atomic1;           /* compare */
-    uint32_t reserved[2];
-};
-CHPP_ABI_ASSERT_SIZE(struct chpp_wire_ext, 80);
-
-/*
- * Link protocol (docs/link.md): on a byte stream (a QEMU chardev socket)
- * every message is a record: header, then len bytes.  FRAME records carry
- * one wire frame; HELLO opens the link; CREDIT returns frame credits.
- */
-#define CHPP_LINK_MAGIC             0x4b4e4c43u /* "CLNK" in memory order */
-#define CHPP_LINK_VERSION_MAJOR     1
-#define CHPP_LINK_VERSION_MINOR     0
-#define CHPP_LINK_CREDITS           256         /* frames per VC granted */
-/*
- * What this device tolerates from a peer (docs/link.md, "Memory bounds"
- * and "A hostile peer"); policy, not wire format.
- */
-#define CHPP_LINK_BACKLOG_MAX       1024        /* frames waiting, all VCs */
-#define CHPP_LINK_OUTQ_MAX          (1u << 20)  /* bytes waiting to be written */
-#define CHPP_LINK_MAGIC_GUESS_MAX   16  /* new wrong QP magics per window */
-#define CHPP_LINK_MAGIC_WINDOW_MS   1000        /* virtual time */
-/* Refusals logged: the first ones, then the 8th, 16th, 32nd... */
-#define CHPP_LINK_REFUSE_LOG_FIRST  4
-
-enum chpp_link_rec_type {
-    CHPP_LINK_HELLO     = 1,
-    CHPP_LINK_FRAME     = 2,
-    CHPP_LINK_CREDIT    = 3,
-    CHPP_LINK_REFUSE    = 4,
-};
-
-struct chpp_link_rec {
-    uint32_t magic;             /* CHPP_LINK_MAGIC */
-    uint8_t  type;              /* enum chpp_link_rec_type */
-    uint8_t  vc;                /* FRAME, CREDIT: virtual channel */
-    uint16_t reserved;
-    uint32_t len;               /* bytes that follow */
-};
-CHPP_ABI_ASSERT_SIZE(struct chpp_link_rec, 12);
-
-#define CHPP_LINK_CAP_GET_VC        (1u << 0)   /* separate GET channel */
-
-struct chpp_link_hello {
-    uint16_t version_major;
-    uint16_t version_minor;
-    uint16_t node_id;
-    uint16_t reserved0;
-    uint32_t caps;              /* CHPP_LINK_CAP_* */
-    uint32_t credits[CHPP_NUM_VCS];
-    uint32_t reserved1[3];
-};
-CHPP_ABI_ASSERT_SIZE(struct chpp_link_hello, 32);
-
-struct chpp_link_credit {
-    uint32_t count;             /* frames the sender may send again */
-};
-
-enum chpp_link_refusal {
-    CHPP_LINK_REFUSE_VERSION    = 1,
-    CHPP_LINK_REFUSE_SAME_NODE  = 2,
-    CHPP_LINK_REFUSE_PROTOCOL   = 3,
-};
-
-struct chpp_link_refuse {
-    uint32_t reason;            /* enum chpp_link_refusal */
-    char     text[60];          /* NUL-terminated explanation */
-};
-CHPP_ABI_ASSERT_SIZE(struct chpp_link_refuse, 64);
-
-#define CHPP_WIRE_FRAME_MAX \
-    (CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext) + CHPP_WIRE_MAX_PAYLOAD)
 
 #endif /* CHPP_HCA_ABI_H */

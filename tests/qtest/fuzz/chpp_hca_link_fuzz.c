@@ -46,6 +46,7 @@
 #include "tests/qtest/chpp-hca-qtest.h"
 #include "chardev/char.h"
 #include "hw/chpp/chpp-hca-datapath.h"
+#include "hw/chpp/chpp-wire.h"
 #include "fuzz.h"
 #include "fork_fuzz.h"
 

@@ -15,7 +15,7 @@
 #     trace (chpp_hca_cmd_issue);
 #   - the guest then finishes with RESULT PASS.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 DRV="$CHPP_ROOT/guest-driver"
 KO="$DRV/chpp_hca.ko"

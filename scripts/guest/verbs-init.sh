@@ -1,9 +1,10 @@
 # shellcheck shell=sh
-# Sourced by /init (scripts/pair-init.sh) in the paired driver guests: the
-# unmodified rdma-core tools and perftest (Debian's binaries, installed by
-# scripts/guest-rdma.sh) between the two guests, through the chpp provider
-# (guest-driver/provider/). Uses say, fail, fetch, wait_active, NODE and
-# PEER from pair-init.sh and its file server in /www.
+# Sourced as /chpp/verbs-init.sh by /init (scripts/guest/pair-init.sh) in
+# the paired driver guests: the unmodified rdma-core tools and perftest
+# (Debian's binaries, installed by scripts/lib/initramfs.sh) between the
+# two guests, through the chpp provider (guest-driver/provider/). Uses say,
+# fail, fetch, wait_active, NODE and PEER from pair-init.sh and its file
+# server in /www.
 #
 # Node 1 runs the servers, node 2 the clients. A client starts once its
 # server listens: node 1 publishes /www/NAME when the server's TCP port is
@@ -15,7 +16,7 @@
 #                       write/send latency; write/send bandwidth on several
 #                       QPs at once) on ib device DEV
 #   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
-#                       "chpp-bench: ..." lines (scripts/bench-verbs.sh)
+#                       "chpp-bench: ..." lines (scripts/lib/bench-verbs.sh)
 
 VPORT=18600
 

@@ -7,9 +7,9 @@
 # both, the ratio chpp/rxe, and one "BENCH key=value ..." line each.
 # Not a test: it fails only if a tool fails.
 #
-#   scripts/bench-verbs.sh [pair.sh options]     e.g. --device-args ...
+#   scripts/lib/bench-verbs.sh [pair.sh options]     e.g. --device-args ...
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # With --qemu (a pair.sh option) the given QEMU is used as it is.
 case " $* " in

@@ -3,7 +3,7 @@
 # chpp-hca devices, attach gdb in batch mode and require the helper to print
 # both devices' state.  Used by meson test 'gdb-state' (suite e2e).
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 command -v gdb >/dev/null || chpp_die "gdb is missing (scripts/setup.sh installs it)"
 out=$(mktemp)

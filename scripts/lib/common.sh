@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# Common helpers, sourced by the scripts in this directory.
-# Finds the repository root from this file's location, so the scripts work
-# from any working directory and in any clone.
+# Common helpers, sourced by every host script (scripts/*.sh,
+# scripts/checks/*.sh, scripts/lib/*.sh). Finds the repository root from
+# this file's location (scripts/lib/), so the scripts work from any working
+# directory and in any clone.
 
-CHPP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CHPP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CHPP_BUILD="$CHPP_ROOT/build"
 # QEMU source as unpacked by `apt-get source qemu` (Debian 12: 1:7.2+dfsg-*)
 CHPP_QEMU_SRC="$CHPP_BUILD/src/qemu-7.2+dfsg"
@@ -13,8 +14,10 @@ CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
 CHPP_PYTHON=/usr/bin/python3
 
 # The value of a #define of the ABI header whose value is a plain number
-# (a trailing u dropped): chpp_abi_define CHPP_PCI_VENDOR_ID prints 0x1234.
-# Host side only: guests have no checkout.
+# (a trailing u dropped): chpp_abi_define CHPP_PCI_VENDOR_ID prints the
+# vendor id as the header writes it (hex with 0x).
+# Host side; the guests read the PCI ids from /chpp/ids.sh, which
+# scripts/lib/initramfs.sh writes with this function.
 CHPP_ABI_HEADER="$CHPP_ROOT/include/hw/chpp/chpp-hca-abi.h"
 chpp_abi_define() {
     local v

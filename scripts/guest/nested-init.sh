@@ -1,7 +1,9 @@
 #!/bin/busybox sh
 # /init of the nested (second-level) guest that scripts/nested.sh starts
 # inside the first-level guest with two chpp-hca VFs passed through with
-# QEMU's vfio-pci. Every result line starts with "chpp-l2:"; the last one is
+# QEMU's vfio-pci (initramfs built by scripts/pair.sh with
+# scripts/lib/initramfs.sh; busybox; sources /chpp/init-common.sh first).
+# Every result line starts with "chpp-l2:"; the last one is
 #   chpp-l2: RESULT PASS|FAIL <reason>
 # Steps: chpp_hca binds both VFs (its interrupt self-test proves that the VF
 # MSI-X messages reach this guest through the first guest's interrupt
@@ -11,12 +13,7 @@
 # in the nested guest); then, with the driver unloaded, chpp-vfio-test --raw
 # moves data with PUT, GET and NAP between the two VFs.
 
-/bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t debugfs debugfs /sys/kernel/debug
+. /chpp/init-common.sh
 ip link set lo up
 
 say() { echo "chpp-l2: $*"; }
@@ -24,26 +21,20 @@ up() { cut -d' ' -f1 /proc/uptime; }
 finish() {
     [ "$1" = PASS ] || dmesg | grep -E 'chpp|DMAR|vfio' | tail -n 30
     say "RESULT $1 $2"
-    poweroff -f
+    chpp_end
 }
-MOD=/lib/modules/$(uname -r)
 say "kernel up, uptime $(up) s"
 
-insmod "$MOD/ib_core.ko" || finish FAIL "insmod ib_core"
-insmod "$MOD/ib_uverbs.ko" || finish FAIL "insmod ib_uverbs"   # ib_umem_* for chpp_hca
-VFS=""
-for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0xc4a2 ] &&
-        VFS="$VFS ${d##*/}"
-done
-# shellcheck disable=SC2086
-set -- $VFS
-[ $# = 2 ] || finish FAIL "want 2 chpp-hca VFs, found:$VFS"
-say "VFs:$VFS"
+# ib_core, and ib_uverbs for chpp_hca's ib_umem_* (pair.sh wrote the list).
+m=$(chpp_load_modules) || finish FAIL "insmod $m"
+# shellcheck disable=SC2046
+set -- $(chpp_pci_find "$CHPP_PCI_DEVICE_ID_VF")
+[ $# = 2 ] || finish FAIL "want 2 chpp-hca VFs, found: $*"
+say "VFs: $*"
 
 t=$(up)
 # global_rkey_atomic: chpp_test's atomics (docs/guest-driver.md).
-insmod "$MOD/chpp_hca.ko" global_rkey_atomic=1 || finish FAIL "insmod chpp_hca"
+insmod "$CHPP_MODDIR/chpp_hca.ko" global_rkey_atomic=1 || finish FAIL "insmod chpp_hca"
 w=0
 until [ "$(cat /sys/class/infiniband/chpp0/ports/1/state 2>/dev/null | cut -c1)" = 4 ] &&
       [ "$(cat /sys/class/infiniband/chpp1/ports/1/state 2>/dev/null | cut -c1)" = 4 ]; do
@@ -58,7 +49,7 @@ say "chpp_hca bound both VFs, ports ACTIVE, in $(awk "BEGIN{print $(up) - $t}") 
 # Kernel verbs on a passed-through VF: chpp_test's QP connected to itself.
 t=$(up)
 CT=/sys/kernel/debug/chpp_test
-insmod "$MOD/chpp_test.ko" ibdev=chpp0 || finish FAIL "insmod chpp_test"
+insmod "$CHPP_MODDIR/chpp_test.ko" ibdev=chpp0 || finish FAIL "insmod chpp_test"
 echo setup >"$CT/ctl" && echo "connect self" >"$CT/ctl" && echo run >"$CT/ctl" ||
     finish FAIL "chpp_test setup/connect/run"
 RES=$(cat "$CT/result")

@@ -1,11 +1,13 @@
 #!/bin/busybox sh
-# /init of the driver guests (initramfs built by scripts/pair.sh; busybox).
+# /init of the driver guests (initramfs built by scripts/pair.sh with
+# scripts/lib/initramfs.sh; busybox). Sources /chpp/init-common.sh first;
+# the stages it sources are /chpp/vfio-init.sh and /chpp/verbs-init.sh.
 #
 # Kernel command line (set by pair.sh):
 #   chpp.node=N       this guest's chpp-hca node id (1 or 2; LID = N + 1)
 #   chpp.mode=pair    two guests: traffic with the peer over the link
 #   chpp.mode=single  one guest: loopback traffic (QP connected to itself)
-#   chpp.mode=vfio    one guest with an IOMMU: VFs through VFIO (/vfio-init.sh)
+#   chpp.mode=vfio    one guest with an IOMMU: VFs through VFIO (/chpp/vfio-init.sh)
 #   chpp.loops=K      load/unload chpp_hca K times before the traffic test
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
@@ -26,31 +28,20 @@
 #   chpp-guest: RESULT PASS|FAIL <reason>
 # which pair.sh looks for.
 
-/bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t debugfs debugfs /sys/kernel/debug
+. /chpp/init-common.sh
 
-arg() { sed -n "s/.*chpp\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
-NODE=$(arg node); MODE=$(arg mode); LOOPS=$(arg loops); IP=$(arg ip); PEER=$(arg peer)
-SHELL_MODE=$(arg shell); NOTEST=$(arg notest); FETCH_SECS=$(arg fetch); PAUSE=$(arg pause)
-KSYMS=$(arg ksyms); SECTIONS=$(arg sections); CUT=$(arg cut)
-ONLY=$(arg only); BENCH=$(arg bench)
+NODE=$(chpp_arg node); MODE=$(chpp_arg mode); LOOPS=$(chpp_arg loops)
+IP=$(chpp_arg ip); PEER=$(chpp_arg peer); NOTEST=$(chpp_arg notest)
+FETCH_SECS=$(chpp_arg fetch); PAUSE=$(chpp_arg pause); KSYMS=$(chpp_arg ksyms)
+SECTIONS=$(chpp_arg sections); CUT=$(chpp_arg cut); ONLY=$(chpp_arg only)
+BENCH=$(chpp_arg bench)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
-KVER=$(uname -r)
-MODDIR=/lib/modules/$KVER
 CT=/sys/kernel/debug/chpp_test
 say() { echo "chpp-guest: $*"; }
 
 finish() {
     if [ "$1" = PASS ]; then say "RESULT PASS $2"; else say "RESULT FAIL $2"; fi
-    if [ "$SHELL_MODE" = 1 ]; then
-        echo "chpp-guest: shell (ibdev in /sys/class/infiniband, test in $CT). 'poweroff -f' to quit."
-        setsid cttyhack sh
-    fi
-    poweroff -f
+    chpp_end "ibdev in /sys/class/infiniband, test in $CT"
 }
 fail() { dmesg | grep -E 'chpp|infiniband|ib_core' | tail -n 40; finish FAIL "$*"; }
 
@@ -62,9 +53,7 @@ if [ -n "$KSYMS" ]; then
 fi
 
 # Kernel modules in dependency order (pair.sh wrote the list).
-while read -r m; do
-    insmod "$MODDIR/$m.ko" || fail "insmod $m"
-done <"$MODDIR/load.list"
+m=$(chpp_load_modules) || fail "insmod $m"
 
 ip link set lo up
 if [ -n "$IP" ]; then
@@ -103,7 +92,7 @@ wait_active() {
 load_driver() {
     # global_rkey_atomic: the test's atomics target memory registered through
     # ib_alloc_pd(IB_PD_UNSAFE_GLOBAL_RKEY) (docs/guest-driver.md).
-    insmod "$MODDIR/chpp_hca.ko" global_rkey_atomic=1 || fail "insmod chpp_hca"
+    insmod "$CHPP_MODDIR/chpp_hca.ko" global_rkey_atomic=1 || fail "insmod chpp_hca"
     wait_active 60 || fail "port not ACTIVE: '$(port_state)'"
     say "chpp0 port 1 $(port_state) lid $(cat /sys/class/infiniband/chpp0/ports/1/lid)" \
         "fw $(cat /sys/class/infiniband/chpp0/fw_ver)"
@@ -115,7 +104,7 @@ load_driver() {
 }
 
 if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then
-    . /vfio-init.sh     # ends with finish
+    . /chpp/vfio-init.sh     # ends with finish
 fi
 
 if [ "$NOTEST" = 1 ]; then
@@ -123,11 +112,11 @@ if [ "$NOTEST" = 1 ]; then
     finish PASS "driver loaded"
 fi
 
-# chpp.only=verbs: only the rdma-core tools stage (scripts/verbs-init.sh);
-# chpp.bench=verbs: the verbs benchmark (scripts/bench-verbs.sh).
+# chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
+# chpp.bench=verbs: the verbs benchmark (scripts/lib/bench-verbs.sh).
 if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
-    . /verbs-init.sh
+    . /chpp/verbs-init.sh
     load_driver
     if [ "$BENCH" = verbs ]; then
         verbs_bench chpp0
@@ -153,7 +142,7 @@ while [ $round -le "$LOOPS" ]; do
     round=$((round + 1))
 done
 load_driver
-insmod "$MODDIR/chpp_test.ko" || fail "insmod chpp_test"
+insmod "$CHPP_MODDIR/chpp_test.ko" || fail "insmod chpp_test"
 echo setup >"$CT/ctl" || fail "test setup"
 INFO=$(cat "$CT/info")
 say "local $INFO"
@@ -211,7 +200,7 @@ connect_peer() {
 if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
     dmesg -c >/dev/null
     load_driver
-    insmod "$MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
+    insmod "$CHPP_MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
     connect_peer cutinfo
     say "streaming"
     echo "stream 90" >"$CT/ctl" || fail "stream"
@@ -268,7 +257,7 @@ for round in 1 2; do
 done
 echo 1 >"$NUMVFS" || fail "enable 1 VF"
 wait_active 60 chpp1 || fail "chpp1 not ACTIVE"
-insmod "$MODDIR/chpp_test.ko" ibdev=chpp1 || fail "insmod chpp_test ibdev=chpp1"
+insmod "$CHPP_MODDIR/chpp_test.ko" ibdev=chpp1 || fail "insmod chpp_test ibdev=chpp1"
 if [ "$MODE" = pair ]; then
     connect_peer vfinfo
 else
@@ -407,11 +396,11 @@ BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage
 
 # Pair: the unmodified rdma-core tools and perftest between the two guests
-# (scripts/verbs-init.sh), on the PFs, then on VF 1 of each node.
+# (scripts/guest/verbs-init.sh), on the PFs, then on VF 1 of each node.
 if [ "$MODE" = pair ]; then
     # First our own test program between the two guests' processes.
     user_pair v /bin/chpp-verbs-test
-    . /verbs-init.sh
+    . /chpp/verbs-init.sh
     verbs_tools chpp0
     echo 1 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "enable 1 VF (verbs)"
     wait_active 60 chpp1 || fail "chpp1 not ACTIVE (verbs)"

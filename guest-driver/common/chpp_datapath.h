@@ -1,17 +1,46 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause */
 /*
  * The user-space data path of a chpp-hca, shared by libchpp-user (the bare
- * uverbs library of chpp-uverbs-test) and the libibverbs provider
- * (guest-driver/provider): ring geometry, building send and receive WQEs,
- * the UAR doorbells and reading CQEs. Nothing here makes a system call.
- * Formats: include/hw/chpp/chpp-hca-abi.h, docs/work-requests.md.
+ * uverbs library of chpp-uverbs-test), the libibverbs provider
+ * (guest-driver/provider) and the VFIO test (tests/vfio): ring geometry,
+ * building send and receive WQEs, the UAR doorbells and reading CQEs, with
+ * the ABI's little-endian fields converted here. Nothing here makes a
+ * system call. Formats: include/hw/chpp/chpp-hca-abi.h,
+ * docs/work-requests.md.
  */
 #ifndef CHPP_DATAPATH_H
 #define CHPP_DATAPATH_H
 
+#include <endian.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "hw/chpp/chpp-hca-abi.h"
+
+/*
+ * The ABI's fields are __le16/__le32/__le64 (chpp-hca-abi.h): read them
+ * with le32toh(), write them with htole32(). For sparse (the 'sparse'
+ * lint) these conversions are casts between the __le types and CPU-order
+ * integers, so that a field used without its conversion is reported as in
+ * the kernel driver. CHPP_FORCE marks a deliberate reinterpretation.
+ */
+#ifdef __CHECKER__
+#define CHPP_FORCE __attribute__((force))
+#undef le16toh
+#undef le32toh
+#undef le64toh
+#undef htole16
+#undef htole32
+#undef htole64
+#define le16toh(x) ((CHPP_FORCE uint16_t)(__le16)(x))
+#define le32toh(x) ((CHPP_FORCE uint32_t)(__le32)(x))
+#define le64toh(x) ((CHPP_FORCE uint64_t)(__le64)(x))
+#define htole16(x) ((CHPP_FORCE __le16)(uint16_t)(x))
+#define htole32(x) ((CHPP_FORCE __le32)(uint32_t)(x))
+#define htole64(x) ((CHPP_FORCE __le64)(uint64_t)(x))
+#else
+#define CHPP_FORCE
+#endif
 
 #define CHPP_SEG 16	/* every WQE segment is 16 bytes */
 
@@ -43,21 +72,27 @@ struct chpp_usend {
 	uint32_t remote_qkey;
 };
 
-/* Doorbell stores: one store of exactly this width (the page is uncached). */
+/*
+ * Doorbell stores: one little-endian store of exactly this width (the page
+ * is uncached).
+ */
 static inline void chpp_mmio_write32(uint8_t *addr, uint32_t val)
 {
-	__atomic_store_n((uint32_t *)addr, val, __ATOMIC_RELEASE);
+	__atomic_store_n((uint32_t *)addr, (CHPP_FORCE uint32_t)htole32(val),
+			 __ATOMIC_RELEASE);
 }
 
 static inline void chpp_mmio_write64(uint8_t *addr, uint64_t val)
 {
-	__atomic_store_n((uint64_t *)addr, val, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)addr, (CHPP_FORCE uint64_t)htole64(val),
+			 __ATOMIC_RELEASE);
 }
 
 /* A register of the UAR page (CHPP_UAR_DB_STATUS): one 32-bit load. */
 static inline uint32_t chpp_mmio_read32(uint8_t *addr)
 {
-	return __atomic_load_n((uint32_t *)addr, __ATOMIC_ACQUIRE);
+	return le32toh((CHPP_FORCE chpp_le32)__atomic_load_n((uint32_t *)addr,
+							      __ATOMIC_ACQUIRE));
 }
 
 int chpp_log2_up(uint32_t v);
@@ -90,11 +125,33 @@ void chpp_ring_rq(uint8_t *uar, uint32_t qpn, uint32_t head);
 /* CQ doorbell: @cmd is enum chpp_cq_db_cmd, @ci the consumer index. */
 void chpp_ring_cq(uint8_t *uar, uint32_t cqn, uint32_t cmd, uint32_t ci);
 
+/* A CQE in CPU byte order (chpp_cqe_read()); the fields of struct chpp_cqe. */
+struct chpp_ucqe {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;
+	uint32_t qpn;
+	uint32_t src_qp;
+	uint16_t src_node;
+	uint8_t src_vf;
+	uint8_t vendor_err;
+	uint8_t opcode;			/* enum chpp_cqe_opcode */
+	uint8_t status;			/* enum chpp_wc_status */
+	uint8_t flags;			/* CHPP_CQE_FLAG_* */
+};
+
 /*
  * The CQE at consumer index @ci of a ring of @n entries if the device has
  * written it, else NULL. Its fields may be read after this returns.
  */
 const struct chpp_cqe *chpp_cqe_at(const struct chpp_cqe *ring, uint32_t n,
 				   uint32_t ci);
+/* Read a valid CQE (from chpp_cqe_at()) into @out, in CPU byte order. */
+void chpp_cqe_read(const struct chpp_cqe *e, struct chpp_ucqe *out);
+/* Device QPN of a valid CQE. */
+static inline uint32_t chpp_cqe_qpn(const struct chpp_cqe *e)
+{
+	return le32toh(e->qpn);
+}
 
 #endif /* CHPP_DATAPATH_H */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The compiler of the source-coverage fuzzer build (build-qemu.sh
-# --fuzz-cov), given to configure as "--cc=scripts/cc-cov.sh clang":
+# --fuzz-cov), given to configure as "--cc=scripts/lib/cc-cov.sh clang":
 #
-#   scripts/cc-cov.sh COMPILER ARGS...
+#   scripts/lib/cc-cov.sh COMPILER ARGS...
 #
 # Runs "ccache COMPILER ARGS" and adds clang's source-based coverage
 # (-fprofile-instr-generate -fcoverage-mapping) to the compilation of the

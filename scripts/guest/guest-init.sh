@@ -1,22 +1,19 @@
 #!/bin/busybox sh
-# /init of the test guest's initramfs (built by scripts/boot-guest.sh; runs
-# under busybox). Lists every PCI function lspci-style from sysfs, then powers
-# off, or starts a shell when the kernel command line has chpp.shell=1.
+# /init of the listing guest's initramfs (built by scripts/boot-guest.sh
+# with scripts/lib/initramfs.sh; runs under busybox). Lists every PCI
+# function lspci-style from sysfs, then powers off, or starts a shell when
+# the kernel command line has chpp.shell=1.
 #
-# Output format (parsed by boot-guest.sh --check; keep in sync):
+# Output format (parsed by boot-guest.sh --check; keep in sync), VVVV:DDDD
+# the vendor and device id in hex:
 #   === chpp-guest: pci begin ===
-#   0000:01:00.0 1234:c4a1 class 0x020700 rev 0x01 subsys 1af4:1100 irq 16 driver -
+#   0000:01:00.0 VVVV:DDDD class 0x020700 rev 0x01 subsys 1af4:1100 irq 16 driver -
 #     caps: PM MSI-X PCIe; ext: AER SR-IOV
 #     BAR0 mem 0x00000000fe000000 size 0x100000 [64-bit, prefetchable]
 #     ROM  mem ...
 #   === chpp-guest: pci end (N functions) ===
 
-/bin/busybox --install -s /bin
-export PATH=/bin
-
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
+. /chpp/init-common.sh
 
 hex() { printf '0x%x' "$1"; }
 
@@ -122,9 +119,4 @@ list_pci() {
 }
 
 list_pci
-
-if grep -qw 'chpp.shell=1' /proc/cmdline; then
-    echo "chpp-guest: shell (busybox; devmem, od, hexdump available). 'poweroff -f' to quit."
-    setsid cttyhack sh
-fi
-poweroff -f
+chpp_end "busybox; devmem, od, hexdump available"

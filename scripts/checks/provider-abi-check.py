@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, 'guest-driver/provider/ibverbs_private.h')
 LIB = '/usr/lib/x86_64-linux-gnu/libibverbs.so.1'
 VERSION = 'IBVERBS_PRIVATE_34'

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Turn qtest traffic into seeds for QEMU's generic fuzzer (generic-fuzz-chpp-hca).
 
-    scripts/fuzz-seeds.py OUTDIR LOG...
-    scripts/fuzz-seeds.py --link OUTDIR
+    scripts/lib/fuzz-seeds.py OUTDIR LOG...
+    scripts/lib/fuzz-seeds.py --link OUTDIR
 
 With --link, write a few seeds for the chpp-hca-link target instead
 (tests/qtest/fuzz/chpp_hca_link_fuzz.c): per wire opcode, one structured

@@ -6,7 +6,7 @@ Each hw/chpp/*.c is compiled once more, as build/qemu compiles it but at
 files GCC writes name every call and where each function is defined.
 A call from file A to a function defined in file B is an arrow A -> B.
 
-    scripts/callgraph.py [--check] [--dot FILE]
+    scripts/checks/callgraph.py [--check] [--dot FILE]
 
 Prints the arrows, the call cycles between files (strongly connected
 components) and the arrows that run against the layer order of
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build", "qemu")
 
 # docs/architecture.md: lower layers never call higher ones.

@@ -1,9 +1,10 @@
 # shellcheck shell=sh
-# Sourced by /init (scripts/pair-init.sh) in chpp.mode=vfio, the guest that
-# scripts/pair.sh --vfio boots with an emulated Intel IOMMU (and in
-# chpp.mode=nested, scripts/nested.sh: steps 1 and 3, then the nested guest
-# of /nested-l1.sh instead of the test program). Uses say, fail,
-# finish and load_driver from pair-init.sh. Steps:
+# Sourced as /chpp/vfio-init.sh by /init (scripts/guest/pair-init.sh) in
+# chpp.mode=vfio, the guest that scripts/pair.sh --vfio boots with an
+# emulated Intel IOMMU (and in chpp.mode=nested, scripts/nested.sh: steps 1
+# and 3, then the nested guest of /chpp/nested-l1.sh instead of the test
+# program). Uses say, fail, finish and load_driver from pair-init.sh and
+# chpp_pci_find from init-common.sh. Steps:
 #   1. the IOMMU and interrupt remapping are on;
 #   2. chpp_hca binds the PF; sriov_numvfs 2 then 0, twice: the VFs appear
 #      (bound by chpp_hca, ib devices chpp1 and chpp2) and go again;
@@ -30,11 +31,9 @@ IR=$(dmesg | grep -o 'Enabled IRQ remapping in [a-z0-9]* mode' | head -n 1)
 [ -n "$IR" ] || fail "interrupt remapping is not enabled"
 say "IOMMU $(ls /sys/class/iommu | tr '\n' ' ')($IR)"
 
-PF=
-for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0xc4a1 ] && PF=$d
-done
-[ -n "$PF" ] || fail "no chpp-hca PF (1234:c4a1)"
+PF=$(chpp_pci_find "$CHPP_PCI_DEVICE_ID_PF" | tail -n 1)
+[ -n "$PF" ] || fail "no chpp-hca PF ($CHPP_PCI_VENDOR_ID:$CHPP_PCI_DEVICE_ID_PF)"
+PF=/sys/bus/pci/devices/$PF
 say "PF ${PF##*/}, IOMMU group $(bdf_of "$PF/iommu_group"), sriov_totalvfs $(cat "$PF/sriov_totalvfs")"
 
 # --- 2. VFs bound by chpp_hca ----------------------------------------------------------
@@ -62,7 +61,7 @@ for v in "$PF/virtfn0" "$PF/virtfn1"; do
     say "VF $b: driver vfio-pci, IOMMU group $g ($(ls "/sys/kernel/iommu_groups/$g/devices" | tr '\n' ' '))"
     VFS="$VFS $b"
 done
-[ "$MODE" = nested ] && . /nested-l1.sh     # ends with finish
+[ "$MODE" = nested ] && . /chpp/nested-l1.sh     # ends with finish
 # shellcheck disable=SC2086
 /bin/chpp-vfio-test $VFS >/tmp/vfio.out 2>&1
 rc=$?

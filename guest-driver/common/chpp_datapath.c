@@ -68,16 +68,17 @@ int chpp_write_send_wqe(struct chpp_uwq *wq, uint8_t qp_type,
 	memset(wqe, 0, 1u << wq->shift);
 	ctrl->opcode = wr->opcode;
 	ctrl->flags = wr->flags;
-	ctrl->imm = wr->imm;
-	ctrl->wr_id = wqe_id;
+	ctrl->imm = htole32(wr->imm);
+	ctrl->wr_id = htole64(wqe_id);
 	if (qp_type == CHPP_QPT_UD) {
 		struct chpp_wqe_ud *u = (void *)p;
 
-		u->dest_node = CHPP_LID_NODE(wr->dlid);
+		u->dest_node = htole32(CHPP_LID_NODE(wr->dlid));
 		u->dest_vf = CHPP_LID_FN(wr->dlid);
-		u->dest_qpn = wr->remote_qp_num & ((1u << qpn_bits) - 1);
+		u->dest_qpn = htole32(wr->remote_qp_num &
+				      ((1u << qpn_bits) - 1));
 		u->dest_magic = wr->remote_qp_num >> qpn_bits;
-		u->qkey = wr->remote_qkey;
+		u->qkey = htole32(wr->remote_qkey);
 		p += CHPP_SEG;
 	}
 	switch (wr->opcode) {
@@ -88,15 +89,15 @@ int chpp_write_send_wqe(struct chpp_uwq *wq, uint8_t qp_type,
 	case CHPP_WQE_ATOMIC_FA: {
 		struct chpp_wqe_raddr *r = (void *)p;
 
-		r->raddr = wr->raddr;
-		r->rkey = wr->rkey;
+		r->raddr = htole64(wr->raddr);
+		r->rkey = htole32(wr->rkey);
 		p += CHPP_SEG;
 		if (wr->opcode == CHPP_WQE_ATOMIC_CS ||
 		    wr->opcode == CHPP_WQE_ATOMIC_FA) {
 			struct chpp_wqe_atomic *a = (void *)p;
 
-			a->swap_add = wr->swap_add;
-			a->compare = wr->compare;
+			a->swap_add = htole64(wr->swap_add);
+			a->compare = htole64(wr->compare);
 			p += CHPP_SEG;
 		}
 		break;
@@ -116,7 +117,7 @@ int chpp_write_send_wqe(struct chpp_uwq *wq, uint8_t qp_type,
 			       wr->sg[i].length);
 			len += wr->sg[i].length;
 		}
-		in->length = len;
+		in->length = htole32(len);
 	} else {
 		if ((size_t)CHPP_SEG * wr->num_sge > (size_t)(end - p))
 			return -EINVAL;
@@ -124,9 +125,9 @@ int chpp_write_send_wqe(struct chpp_uwq *wq, uint8_t qp_type,
 		for (i = 0; i < wr->num_sge; i++) {
 			struct chpp_wqe_sge *s = (void *)(p + CHPP_SEG * i);
 
-			s->addr = wr->sg[i].addr;
-			s->length = wr->sg[i].length;
-			s->lkey = wr->sg[i].lkey;
+			s->addr = htole64(wr->sg[i].addr);
+			s->length = htole32(wr->sg[i].length);
+			s->lkey = htole32(wr->sg[i].lkey);
 		}
 	}
 	return 0;
@@ -141,13 +142,13 @@ int chpp_write_recv_wqe(struct chpp_uwq *wq, uint64_t wqe_id,
 
 	if (num_sge < 0 || CHPP_SEG + CHPP_SEG * num_sge > (1 << wq->shift))
 		return -EINVAL;
-	h->wr_id = wqe_id;
-	h->num_sge = num_sge;
+	h->wr_id = htole64(wqe_id);
+	h->num_sge = htole32(num_sge);
 	h->reserved = 0;
 	for (i = 0; i < num_sge; i++) {
-		s[i].addr = sg[i].addr;
-		s[i].length = sg[i].length;
-		s[i].lkey = sg[i].lkey;
+		s[i].addr = htole64(sg[i].addr);
+		s[i].length = htole32(sg[i].length);
+		s[i].lkey = htole32(sg[i].lkey);
 	}
 	return 0;
 }
@@ -194,4 +195,19 @@ const struct chpp_cqe *chpp_cqe_at(const struct chpp_cqe *ring, uint32_t n,
 	uint8_t owner = __atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
 
 	return !!(owner & CHPP_CQE_OWNER) == phase ? e : NULL;
+}
+
+void chpp_cqe_read(const struct chpp_cqe *e, struct chpp_ucqe *out)
+{
+	out->wr_id = le64toh(e->wr_id);
+	out->byte_len = le32toh(e->byte_len);
+	out->imm = le32toh(e->imm);
+	out->qpn = le32toh(e->qpn);
+	out->src_qp = le32toh(e->src_qp);
+	out->src_node = le16toh(e->src_node);
+	out->src_vf = e->src_vf;
+	out->vendor_err = e->vendor_err;
+	out->opcode = e->opcode;
+	out->status = e->status;
+	out->flags = e->flags;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check that the ABI's names are stated once (docs/commands.md, "Status
-codes"): the X-macro lists of include/hw/chpp/chpp-hca-abi.h (commands,
-status codes, event types, QP states) are the only name tables.
+codes"): the X-macro lists of include/hw/chpp/chpp-hca-abi.h (counters,
+commands, status codes, port states, event types, QP states and types) are
+the only name tables.
 
 - The C compiler and scripts/gdb/chpp_abi.py (what the gdb helper uses) read
   the same lists: a small program built against the header prints every
@@ -10,7 +11,10 @@ status codes, event types, QP states) are the only name tables.
 - Names and values are unique within each list.
 - Every command in CHPP_CMD_LIST has a case in the device (hw/chpp).
 - No device, driver, provider, VFIO test or gdb source restates a list as
-  string literals (three or more of one list's names quoted in one file).
+  string literals (three or more of one list's names quoted in one file;
+  counter names also in the lower-case spellings of the device's state
+  view, "db-fifo-overflow", and of the driver's hw_counters,
+  "db_fifo_overflow").
 
 Exits 0 and prints a summary when everything holds, 1 otherwise.
 """
@@ -21,25 +25,36 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts/gdb"))
 import chpp_abi  # noqa: E402
 
 # list kind -> (enumerator prefix, name function)
 KINDS = {
+    "CNT": ("CHPP_CNT_", "chpp_counter_name"),
     "CMD": ("CHPP_CMD_", "chpp_cmd_name"),
     "STAT": ("CHPP_STAT_", "chpp_status_name"),
+    "PORT": ("CHPP_PORT_", "chpp_port_state_name"),
     "EVENT": ("CHPP_EVENT_", "chpp_event_name"),
     "QPS": ("CHPP_QPS_", "chpp_qp_state_name"),
+    "QPT": ("CHPP_QPT_", "chpp_qp_type_name"),
 }
-SOURCES = ["hw/chpp/*.[ch]", "guest-driver/*.[ch]", "guest-driver/provider/*.[ch]",
-           "guest-driver/user/*.[ch]", "tests/vfio/*.c", "scripts/gdb/*.py"]
+SOURCES = ["hw/chpp/*.[ch]", "guest-driver/*.[ch]", "guest-driver/common/*.[ch]",
+           "guest-driver/provider/*.[ch]", "guest-driver/user/*.[ch]",
+           "tests/vfio/*.c", "scripts/gdb/*.py"]
 
 errors = []
 
 
 def fail(msg):
     errors.append(msg)
+
+
+def spellings(kind, name):
+    """How a source could restate a name of a list as a string literal."""
+    if kind == "CNT":
+        return (name, name.lower(), name.lower().replace("_", "-"))
+    return (name,)
 
 
 def c_view():
@@ -115,7 +130,8 @@ def main():
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
             text = open(path).read()
             for kind, items in abi.lists.items():
-                quoted = [n for n, _ in items if '"%s"' % n in text]
+                quoted = [n for n, _ in items if any(
+                    '"%s"' % s in text for s in spellings(kind, n))]
                 if len(quoted) >= 3:
                     fail("%s restates CHPP_%s_LIST names %s: use %s()"
                          % (os.path.relpath(path, ROOT), kind, quoted,

@@ -1,9 +1,9 @@
 # shellcheck shell=sh
-# Sourced by /vfio-init.sh in the first-level guest in chpp.mode=nested
+# Sourced by /chpp/vfio-init.sh in the first-level guest in chpp.mode=nested
 # (scripts/nested.sh), once the two VFs in $VFS are bound to vfio-pci.
 # Starts the project's QEMU (in /nested, with its libraries and firmware)
 # under TCG with both VFs passed through with -device vfio-pci, booting the
-# same kernel with /nested/l2.cpio.gz (scripts/nested-init.sh as /init).
+# same kernel with /nested/l2.cpio.gz (scripts/guest/nested-init.sh as /init).
 # The nested guest's console is this console; its lines start "chpp-l2:".
 
 # shellcheck disable=SC2086
