@@ -53,7 +53,21 @@ struct chpp_qp {
 	uint8_t type;			/* enum chpp_qp_type */
 	uint8_t magic;
 	bool sig_all;
+	bool srq;			/* receives from an SRQ: no RQ */
 	uint32_t dest_qp_num;		/* RC/UC: the connected peer */
+};
+
+/*
+ * A shared receive queue (docs/shared-receive-queues.md): its ring, then
+ * the consumer record the device writes. Each WQE carries the caller's
+ * wr_id, which the device copies to the CQE.
+ */
+struct chpp_srq {
+	struct ibv_srq ibv_srq;
+	struct chpp_uwq uwq;		/* ring, n, shift, head */
+	uint32_t srqn;			/* device SRQ number */
+	uint32_t max_sge;
+	pthread_spinlock_t lock;
 };
 
 struct chpp_ah {
@@ -78,6 +92,11 @@ static inline struct chpp_qp *to_cqp(struct ibv_qp *qp)
 	return (struct chpp_qp *)qp;
 }
 
+static inline struct chpp_srq *to_csrq(struct ibv_srq *srq)
+{
+	return (struct chpp_srq *)srq;
+}
+
 static inline struct chpp_ah *to_cah(struct ibv_ah *ah)
 {
 	return (struct chpp_ah *)ah;
@@ -92,5 +111,7 @@ int chpp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
 int chpp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr);
+int chpp_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 
 #endif /* CHPP_PROVIDER_H */

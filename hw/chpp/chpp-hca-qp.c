@@ -740,6 +740,7 @@ void chpp_qp_reset(ChppHcaState *s)
 static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
 {
     bool srq = qp->flags & CHPP_QP_FLAG_SRQ;
+    uint64_t sq_bytes, rq_bytes;
 
     if (qp->state > CHPP_QPS_ERR || qp->type >= CHPP_QP_NUM_TYPES ||
         (qp->state == CHPP_QPS_SQE && qp->type == CHPP_QPT_RC)) {
@@ -794,11 +795,10 @@ static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
                            qp->log_sq_size, qp->log_sq_stride,
                            qp->log_rq_size, qp->log_rq_stride);
     }
-    if (!chpp_qp_ring_in_mtt(s, &qp->sq, chpp_qp_wq_bytes(qp->log_sq_size,
-                                                          qp->log_sq_stride)) ||
-        (!srq &&
-         !chpp_qp_ring_in_mtt(s, &qp->rq, chpp_qp_wq_bytes(qp->log_rq_size,
-                                                           qp->log_rq_stride)))) {
+    sq_bytes = chpp_qp_wq_bytes(qp->log_sq_size, qp->log_sq_stride);
+    rq_bytes = chpp_qp_wq_bytes(qp->log_rq_size, qp->log_rq_stride);
+    if (!chpp_qp_ring_in_mtt(s, &qp->sq, sq_bytes) ||
+        (!srq && !chpp_qp_ring_in_mtt(s, &qp->rq, rq_bytes))) {
         return chpp_refuse(s, "QP %u: sq or rq ring (mtt_base, "
                            "log_page_size) beyond num_mtts %u", qpn,
                            s->params.num_mtts);

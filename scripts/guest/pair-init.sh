@@ -362,11 +362,14 @@ verbs_stage() {
     vrc=$?
     cat /tmp/verbs.log
     [ $vrc = 0 ] && grep -q '^chpp-verbs: PASS' /tmp/verbs.log || fail "chpp-verbs-test"
-    # ibv_rc_pingpong and ibv_ud_pingpong: server and client, two processes
-    # on this device.
+    # ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong (QPs sharing a
+    # receive queue, docs/shared-receive-queues.md): server and client, two
+    # processes on this device. 4 QPs each for the SRQ runs: the PF of a pair
+    # has 16 QPs.
     port=18515
     for run in "rc -s 4096 -n 200" "rc -s 1 -n 100 -e" "rc -s 65536 -n 50 -e" "rc -s 1048576 -n 10" \
-            "rc -s 1048576 -n 10 -e" "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e"; do
+            "rc -s 1048576 -n 10 -e" "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e" \
+            "srq -q 4 -s 4096 -n 100 -c" "srq -q 4 -s 65536 -n 20 -e -c"; do
         tool=ibv_${run%% *}_pingpong opts=${run#* }
         port=$((port + 1))
         # Both sides time out: a lost completion event would block them.
@@ -390,7 +393,7 @@ verbs_stage() {
         fi
         say "$tool $opts: $(grep 'bytes in' /tmp/pp-client.log)"
     done
-    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e), ibv_ud_pingpong x2"
+    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e), ibv_ud_pingpong x2, ibv_srq_pingpong x2 (-e, -c)"
 }
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage

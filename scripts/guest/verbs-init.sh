@@ -12,7 +12,7 @@
 # and a time limit; a tool that fails on either node fails that node.
 #
 #   verbs_tools DEV     ibv_devices, ibv_devinfo -v, ibv_rc_pingpong (sizes,
-#                       events) and perftest (write/read/send bandwidth,
+#                       events), ibv_srq_pingpong and perftest (write/read/send bandwidth,
 #                       write/send latency; write/send bandwidth on several
 #                       QPs at once) on ib device DEV
 #   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
@@ -102,6 +102,18 @@ verbs_tools() {
     vrun "${dev}ppe" 120 ibv_rc_pingpong -d "$dev" -c -e -s 16384 -n 200
     say "verbs $dev: ibv_rc_pingpong 4 KiB $(pingpong_rate "${dev}pp"), 64 KiB $(pingpong_rate "${dev}ppb")," \
         "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe")"
+
+    # SRQ ping-pong (docs/shared-receive-queues.md): the receives of all its
+    # QPs come from one shared receive queue; -c checks the bytes. As many
+    # QPs as the device allows, at most the tool's default 16.
+    maxqp=$(sed -n 's/^[[:space:]]*max_qp:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/devinfo.log)
+    nq=16
+    [ "$maxqp" -ge 16 ] || nq=$maxqp
+    vrun "${dev}srq" 180 ibv_srq_pingpong -d "$dev" -q "$nq" -c -n 200
+    vrun "${dev}srqe" 180 ibv_srq_pingpong -d "$dev" -q "$nq" -c -e -s 65536 -n 50
+    grep -q 'bytes in' "/tmp/${dev}srq.log" && grep -q 'bytes in' "/tmp/${dev}srqe.log" ||
+        { cat "/tmp/${dev}srq.log" "/tmp/${dev}srqe.log"; fail "ibv_srq_pingpong $dev: no summary"; }
+    say "verbs $dev: ibv_srq_pingpong $nq QPs 4 KiB $(pingpong_rate "${dev}srq"), 64 KiB events $(pingpong_rate "${dev}srqe")"
 
     # perftest, IB link layer (LIDs), -F: no cpufreq check in a VM.
     for t in write_bw read_bw send_bw; do
