@@ -211,8 +211,10 @@ qemu_cmd() {
         else
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
         fi
-        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh).
-        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk,num-qps=16$DEVARGS"
+        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh); 2^18
+        # MTT entries (1 GiB of 4 KiB pages): UCX's UCP registers a few
+        # hundred MiB of buffers, its RC receive queue alone 32 MiB.
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk,num-qps=16,num-mtts=262144$DEVARGS"
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi

@@ -332,10 +332,16 @@ static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         chpp_resp_rnr(s, qp, pkt);
         return false;
     }
-    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) ?
+    /*
+     * As in InfiniBand, a PUT of zero bytes accesses no memory: its rkey
+     * and address are not checked (UCX's flush posts one with rkey 0).
+     * The QP must still allow remote writes.
+     */
+    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) && pkt->msg_len ?
          chpp_mr_lookup(s, pkt->rkey, qp->pd, pkt->va, pkt->len,
                         CHPP_MPT_REMOTE_WRITE, &verr) : NULL;
-    if (!mr) {
+    if (!(qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) ||
+        (pkt->msg_len && !mr)) {
         chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_ACCESS,
                        CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
         return false;

@@ -113,8 +113,9 @@ if [ "$NOTEST" = 1 ]; then
 fi
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
-# chpp.bench=verbs: the verbs benchmark (scripts/lib/bench-verbs.sh).
-if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
+# chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark
+# (scripts/lib/bench-verbs.sh).
+if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /chpp/verbs-init.sh
     load_driver
@@ -129,7 +130,12 @@ if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
         verbs_bench rxe0 -x "${gid##*/}"
         finish PASS "verbs benchmark"
     fi
+    if [ "$ONLY" = ucx ]; then
+        ucx_tools chpp0
+        finish PASS "UCX"
+    fi
     verbs_tools chpp0
+    ucx_tools chpp0
     finish PASS "verbs tools"
 fi
 
@@ -405,6 +411,7 @@ if [ "$MODE" = pair ]; then
     user_pair v /bin/chpp-verbs-test
     . /chpp/verbs-init.sh
     verbs_tools chpp0
+    ucx_tools chpp0
     echo 1 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "enable 1 VF (verbs)"
     wait_active 60 chpp1 || fail "chpp1 not ACTIVE (verbs)"
     verbs_tools chpp1
