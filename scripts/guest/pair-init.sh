@@ -179,6 +179,11 @@ end=$(cat /proc/uptime | cut -d' ' -f1)
 say "traffic: $RES"
 say "traffic took $(awk "BEGIN{print $end - $start}") s"
 case "$RES" in PASS*) ;; *) fail "traffic: $RES" ;; esac
+# Kernel verbs on a shared receive queue, on this device.
+echo srq >"$CT/ctl"
+SRES=$(cat "$CT/result")
+say "kernel verbs: $SRES"
+case "$SRES" in PASS*) ;; *) fail "kernel SRQ: $SRES" ;; esac
 
 echo teardown >"$CT/ctl"
 rmmod chpp_test || fail "rmmod chpp_test"
@@ -451,4 +456,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}${VERBS:-}"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; kernel SRQ OK; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}${VERBS:-}"
