@@ -816,8 +816,8 @@ static void post_srq(struct ibv_srq *srq, uint64_t wr_id, uint32_t off,
 }
 
 /*
- * A shared receive queue (ABI 1.5): two RC QPs and a UD QP take their
- * receives from it, in the order they were posted; its limit event; a QP
+ * A shared receive queue (ABI 1.5): two RC QPs connected to each other
+ * and a UD QP take their receives from it, in the order they were posted; its limit event; a QP
  * entering ERR says LAST_WQE_REACHED; a full SRQ refuses more receives.
  */
 static void test_srq(void)
@@ -830,7 +830,9 @@ static void test_srq(void)
 				       .cap = { .max_send_wr = 8,
 						.max_send_sge = 1 } };
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
-	struct ibv_qp *qp[6];
+	/* 0 <-> 1 RC, both on the SRQ; 2 -> 3 UD, 3 on the SRQ: 4 QPs, a VF's. */
+	static const uint32_t from[4] = { 0, 1, 2, 0 }, to[4] = { 1, 0, 3, 1 };
+	struct ibv_qp *qp[4];
 	struct ibv_async_event ev;
 	struct ibv_device_attr d;
 	struct ibv_srq_attr sat;
@@ -851,27 +853,26 @@ static void test_srq(void)
 	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
 	CHECK(sa.attr.max_wr >= 8 && sa.attr.max_sge >= 1, "SRQ caps %u/%u",
 	      sa.attr.max_wr, sa.attr.max_sge);
-	/* 0/1 -> 2/3 RC (2 and 3 on the SRQ), 5 -> 4 UD (4 on the SRQ). */
 	qa.send_cq = cq;
 	qa.recv_cq = rcq;
-	for (i = 0; i < 6; i++) {
-		qa.qp_type = i < 4 ? IBV_QPT_RC : IBV_QPT_UD;
-		qa.srq = (i == 2 || i == 3 || i == 4) ? srq : NULL;
+	for (i = 0; i < 4; i++) {
+		qa.qp_type = i < 2 ? IBV_QPT_RC : IBV_QPT_UD;
+		qa.srq = i == 2 ? NULL : srq;
 		qa.cap.max_recv_wr = qa.srq ? 0 : 4;
 		qa.cap.max_recv_sge = qa.srq ? 0 : 1;
 		qp[i] = ibv_create_qp(pd, &qa);
 		CHECK(qp[i], "create QP %u: %s", i, strerror(errno));
 	}
-	for (i = 0; i < 4; i++)
-		connect_rc(qp[i], qp[i ^ 2]->qp_num, 7);
-	ready_ud(qp[4]);
-	ready_ud(qp[5]);
+	connect_rc(qp[0], qp[1]->qp_num, 7);
+	connect_rc(qp[1], qp[0]->qp_num, 7);
+	ready_ud(qp[2]);
+	ready_ud(qp[3]);
 	ah = ibv_create_ah(pd, &aa);
 	CHECK(ah, "ibv_create_ah");
 	/* A QP on an SRQ has no receive queue of its own. */
 	s = sge(0x1000, 64);
 	rwr = (struct ibv_recv_wr) { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
-	CHECK(ibv_post_recv(qp[2], &rwr, &bad), "post_recv on an SRQ's QP");
+	CHECK(ibv_post_recv(qp[1], &rwr, &bad), "post_recv on an SRQ's QP");
 
 	for (i = 0; i < 8; i++)
 		post_srq(srq, 500 + i, 0x40000 + i * 4096, 4096);
@@ -880,8 +881,6 @@ static void test_srq(void)
 	s = sge(0x40000, 4096);
 	CHECK(ibv_post_srq_recv(srq, &rwr, &bad) == ENOMEM, "SRQ overfilled");
 	for (i = 0; i < 4; i++) {
-		uint32_t from = i == 2 ? 5 : i & 1;
-		uint32_t to = i == 2 ? 4 : from ^ 2;
 		uint32_t len = 100 + 1000 * i;
 
 		pattern(0x1000 + i * 8192, len, 40 + i);
@@ -892,21 +891,21 @@ static void test_srq(void)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.sg_list = &s;
 		wr.num_sge = 1;
-		if (to == 4) {
+		if (to[i] == 3) {
 			wr.wr.ud.ah = ah;
-			wr.wr.ud.remote_qpn = qp[4]->qp_num;
+			wr.wr.ud.remote_qpn = qp[3]->qp_num;
 			wr.wr.ud.remote_qkey = QKEY;
 		}
-		post_send(qp[from], &wr);
+		post_send(qp[from[i]], &wr);
 		expect(cq, 60 + i, IBV_WC_SUCCESS, IBV_WC_SEND, "SRQ: send");
 		wc = expect(rcq, 500 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
 			    "SRQ: receive");
-		n = to == 4 ? CHPP_UD_GRH_SIZE : 0;
-		CHECK(wc.qp_num == qp[to]->qp_num && wc.byte_len == len + n &&
+		n = to[i] == 3 ? CHPP_UD_GRH_SIZE : 0;
+		CHECK(wc.qp_num == qp[to[i]]->qp_num && wc.byte_len == len + n &&
 		      !memcmp(at(0x40000 + i * 4096 + n),
 			      at(0x1000 + i * 8192), len),
 		      "SRQ receive %u: qp %x (want %x) len %u", i, wc.qp_num,
-		      qp[to]->qp_num, wc.byte_len);
+		      qp[to[i]]->qp_num, wc.byte_len);
 	}
 	/* Four WQEs were freed: four more fit, not five. */
 	for (i = 8; i < 12; i++)
@@ -943,7 +942,7 @@ static void test_srq(void)
 	expect_none(rcq, 100, "SRQ receive flushed by a QP's error");
 
 	CHECK(!ibv_destroy_ah(ah), "destroy AH");
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 4; i++)
 		CHECK(!ibv_destroy_qp(qp[i]), "destroy QP %u", i);
 	CHECK(!ibv_destroy_srq(srq), "destroy SRQ");
 	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");

@@ -375,12 +375,14 @@ verbs_stage() {
     [ $vrc = 0 ] && grep -q '^chpp-verbs: PASS' /tmp/verbs.log || fail "chpp-verbs-test"
     # ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong (QPs sharing a
     # receive queue, docs/shared-receive-queues.md): server and client, two
-    # processes on this device. 4 QPs each for the SRQ runs: the PF of a pair
-    # has 16 QPs.
+    # processes on this device. For the SRQ runs each process takes half
+    # the device's QPs, at most 4 (a pair's PF has 16, the default 4).
+    srqq=$(($(sed -n 's/^[[:space:]]*max_qp:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/ibv_devinfo.log) / 2))
+    [ "$srqq" -le 4 ] || srqq=4
     port=18515
     for run in "rc -s 4096 -n 200" "rc -s 1 -n 100 -e" "rc -s 65536 -n 50 -e" "rc -s 1048576 -n 10" \
             "rc -s 1048576 -n 10 -e" "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e" \
-            "srq -q 4 -s 4096 -n 100 -c" "srq -q 4 -s 65536 -n 20 -e -c"; do
+            "srq -q $srqq -s 4096 -n 100 -c" "srq -q $srqq -s 65536 -n 20 -e -c"; do
         tool=ibv_${run%% *}_pingpong opts=${run#* }
         port=$((port + 1))
         # Both sides time out: a lost completion event would block them.
