@@ -6,6 +6,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
+#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 /* Upper bound on clock steps while waiting: a hung device fails the test. */
@@ -1069,4 +1070,109 @@ void chpp_node_expect_none(ChppNode *n, uint32_t cq)
 
     qtest_clock_step(n->d->qts, 10 * 1000 * 1000);
     g_assert_false(chpp_cqe_valid(n->d, &n->cq[cq], &cqe));
+}
+
+/* ---- migration streams as files ---------------------------------------- */
+
+void chpp_qmp_uri(QTestState *qts, const char *cmd, const char *arg)
+{
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': %s, 'arguments': "
+                           "{ 'uri': %s } }", cmd, arg);
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+void chpp_save_to_file(QTestState *qts, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("exec:cat > %s", path);
+
+    chpp_qmp_uri(qts, "migrate", uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
+        const char *st = qdict_get_str(qdict_get_qdict(rsp, "return"),
+                                       "status");
+
+        if (!strcmp(st, "completed")) {
+            qobject_unref(rsp);
+            return;
+        }
+        g_assert(strcmp(st, "failed") && strcmp(st, "cancelled"));
+        qobject_unref(rsp);
+        g_usleep(5000);
+    }
+}
+
+size_t chpp_stream_find(const uint8_t *data, size_t len, const void *what,
+                        size_t wlen)
+{
+    const uint8_t *hit = memmem(data, len, what, wlen);
+
+    g_assert(hit);
+    /* Exactly one place. */
+    g_assert(!memmem(hit + 1, data + len - hit - 1, what, wlen));
+    return hit - data;
+}
+
+void chpp_load_stream(const char *props, const char *stream, const char *log,
+                      bool good)
+{
+    g_autofree char *extra = g_strdup_printf(
+        "-trace 'chpp_hca_*vmstate_*' -D %s", log);
+    g_autofree char *uri = g_strdup_printf("exec:cat %s", stream);
+    ChppDev *d = chpp_start_incoming_extra(props, extra, "defer");
+    int64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    chpp_qmp_uri(d->qts, "migrate-incoming", uri);
+    if (!good) {
+        while (qtest_probe_child(d->qts)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(10000);
+        }
+        qtest_set_expected_status(d->qts, 1);
+        chpp_stop(d);
+        return;
+    }
+    for (;;) {
+        QDict *rsp = qtest_qmp(d->qts, "{ 'execute': 'query-status' }");
+        g_autofree char *st = g_strdup(qdict_get_str(
+                                  qdict_get_qdict(rsp, "return"), "status"));
+
+        qobject_unref(rsp);
+        if (strcmp(st, "inmigrate")) {
+            if (strcmp(st, "running")) {
+                g_assert_cmpstr(st, ==, "paused");
+            }
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10000);
+    }
+    chpp_stop(d);
+}
+
+void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
+                         const char *dir, const char *what, size_t at,
+                         uint8_t value, const char *trace)
+{
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *copy = g_memdup2(data, len);
+    g_autofree char *text = NULL;
+
+    g_test_message("corrupt %s at %zu: 0x%02x -> 0x%02x", what, at,
+                   data[at], value);
+    g_assert_cmphex(data[at], !=, value);
+    copy[at] = value;
+    g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+    unlink(log);
+    chpp_load_stream(props, bad, log, false);
+    if (trace) {
+        g_assert(g_file_get_contents(log, &text, NULL, NULL));
+        if (!strstr(text, trace)) {
+            g_error("%s: no \"%s\" in the trace:\n%s", what, trace, text);
+        }
+    }
+    unlink(bad);
+    unlink(log);
 }

@@ -290,4 +290,27 @@ void chpp_med_p99(int64_t *v, uint32_t n, double *med, double *p99);
 /* "64 B", "4 KiB", "1 MiB" (a few static buffers in rotation). */
 const char *chpp_size_str(uint32_t size);
 
+/*
+ * Migration streams as files, for tests of streams the device refuses.
+ * chpp_qmp_uri: a QMP command taking a 'uri' argument, which must succeed.
+ * chpp_save_to_file: the running VM's state into @path (it ends stopped).
+ * chpp_stream_find: the offset of the one place @what is in @data.
+ * chpp_load_stream: start a destination (device @props) that loads
+ * @stream, tracing chpp_hca_*vmstate_* into @log; a stream that loads
+ * leaves it running or paused (@good), a refused one makes it exit with
+ * status 1, not by a signal (QEMU 7.2 exits when an incoming migration
+ * fails).
+ * chpp_load_corrupted: data[@at] (!= @value now) set to @value, loaded
+ * from a file in @dir: refused, with @trace in the trace if not NULL.
+ */
+void chpp_qmp_uri(QTestState *qts, const char *cmd, const char *arg);
+void chpp_save_to_file(QTestState *qts, const char *path);
+size_t chpp_stream_find(const uint8_t *data, size_t len, const void *what,
+                        size_t wlen);
+void chpp_load_stream(const char *props, const char *stream, const char *log,
+                      bool good);
+void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
+                         const char *dir, const char *what, size_t at,
+                         uint8_t value, const char *trace);
+
 #endif

@@ -4,7 +4,8 @@
  * receive WQEs from one SRQ (data, wr_ids, the consumer record), messages
  * interleaved on two QPs, RNR, the limit event, LAST_WQE_REACHED, errors
  * (a bad WQE, a ring the device cannot read), VFs and their quota,
- * migration with SRQs in use, and every kind of reset.
+ * migration with SRQs in use, streams with SRQ state the device refuses,
+ * and every kind of reset.
  * docs/shared-receive-queues.md is what they check.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -1199,6 +1200,89 @@ static void test_migrate(void)
     rmdir(tmpdir);
 }
 
+/*
+ * Streams with SRQ state the device could not hold are refused, naming
+ * the field (docs/shared-receive-queues.md#resets-and-migration).  The
+ * subsection "chpp-hca-function/srq": its header (QEMU_VM_SUBSECTION, the
+ * name's length, the name, a 32-bit version), num_srqs, then each SRQ's
+ * fields, then each QP's SRQN, all big-endian.
+ */
+static const char srq_header[] = "\x05\x15" "chpp-hca-function/srq";
+#define SRQ_BYTES   30      /* the fields of vmstate "chpp-hca-srq" */
+#define SRQ_STATE   0
+#define SRQ_LOGSZ   1
+#define SRQ_PD      11      /* low bytes of the be32/be16 fields */
+#define SRQ_LIMIT   17
+#define SRQ_PI      21
+#define SRQ_CI      25
+
+static void test_migrate_refused(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-srq-bad-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("%s/good", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    const char *props = "num-qps=8";
+    g_autofree uint8_t *data = NULL;
+    Fx *f = fx_new(NULL);
+    size_t len, s0, qps;
+    struct {
+        const char *what;
+        size_t at;
+        uint8_t value;
+        const char *trace;
+    } bad[10];
+    unsigned i, n = 0;
+
+    fx_srq(f, 3);
+    fx_pair(f, 0, 1, CHPP_QPT_RC);
+    fx_post(f, 4);
+    fx_send(f, 0, 1, 10, 1, 0);
+    fx_expect(f, RCQ, 0x100, 1, CHPP_WC_SUCCESS, 10);
+    g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_ARM_SRQ, 2, SRQN, 0), ==,
+                    CHPP_STAT_OK);
+    chpp_save_to_file(f->d->qts, good);
+    fx_free(f);
+    g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
+    /* num_srqs, then SRQ 0 (pi 4, ci 1, limit 2, PD 3), SRQ 1 unused. */
+    s0 = chpp_stream_find(data, len, srq_header, strlen(srq_header)) +
+         strlen(srq_header) + 4;
+    g_assert_cmpuint(ldl_be_p(data + s0), ==, CHPP_DEFAULT_SRQS);
+    s0 += 4;
+    qps = s0 + CHPP_DEFAULT_SRQS * SRQ_BYTES;
+    g_assert_cmpuint(data[s0 + SRQ_STATE], ==, CHPP_RES_HW);
+    g_assert_cmpuint(ldl_be_p(data + s0 + SRQ_PI - 3), ==, 4);
+    g_assert_cmpuint(ldl_be_p(data + s0 + SRQ_CI - 3), ==, 1);
+    g_assert_cmpuint(ldl_be_p(data + qps + 4), ==, SRQN);
+
+#define BAD(w, a, v, t) \
+    bad[n++] = (typeof(bad[0])) { (w), (a), (v), (t) }
+    BAD("SRQ state", s0 + SRQ_STATE, 3,
+        "chpp_hca_err_vmstate_refused fn 0: SRQ 0: state 3");
+    BAD("SRQ size", s0 + SRQ_LOGSZ, 16, "SRQ 0: log_size 16");
+    BAD("SRQ PD", s0 + SRQ_PD, 200, "SRQ 0: pd 200");
+    BAD("SRQ pi beyond 16 bits", s0 + SRQ_PI - 3, 1, "SRQ 0: pi 0x1000004");
+    BAD("SRQ ci past pi", s0 + SRQ_CI, 5, "not in order");
+    BAD("SRQ limit above its size", s0 + SRQ_LIMIT, 9, "limit 9");
+    BAD("unused SRQ with an index", s0 + SRQ_BYTES + SRQ_PI, 1,
+        "SRQ 1: state in software ownership with a context");
+    BAD("QP on an unused SRQ", qps + 4 + 3, 5,
+        "QP 1: srqn 5 not an SRQ in hardware ownership");
+    BAD("SRQN of a QP without the flag", qps + 3, 1,
+        "QP 0: srqn 1 without an SRQ");
+    BAD("number of SRQs", s0 - 1, CHPP_DEFAULT_SRQS + 1, NULL);
+#undef BAD
+
+    chpp_load_stream(props, good, log, true);
+    for (i = 0; i < n; i++) {
+        /* The refusal names the field (the trace's text contains it). */
+        chpp_load_corrupted(props, data, len, dir, bad[i].what, bad[i].at,
+                            bad[i].value, bad[i].trace);
+    }
+    unlink(good);
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1219,5 +1303,6 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/srq/vf", test_vf);
     qtest_add_func("/chpp-hca/srq/reset", test_reset);
     qtest_add_func("/chpp-hca/srq/migrate", test_migrate);
+    qtest_add_func("/chpp-hca/srq/migrate-refused", test_migrate_refused);
     return g_test_run();
 }
