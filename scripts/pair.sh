@@ -145,7 +145,7 @@ install_verbs() {
     mkdir -p "$1/usr/lib/x86_64-linux-gnu/libibverbs" "$1/etc/libibverbs.d"
     cp "$GUEST/libchpp-rdmav34.so" "$1/usr/lib/x86_64-linux-gnu/libibverbs/"
     cp "$GUEST/chpp.driver" "$1/etc/libibverbs.d/"
-    cp "$GUEST/chpp-verbs-test" "$1/bin/"
+    cp "$GUEST/chpp-verbs-test" "$GUEST/chpp-verbs-ex-test" "$1/bin/"
 }
 [ "$NESTED" = 1 ] || install_verbs "$ROOT"
 if [ "$VFIO" = 1 ]; then

@@ -135,9 +135,9 @@ static int chpp_dereg_mr(struct verbs_mr *vmr)
 	return err;
 }
 
-static struct ibv_cq *chpp_create_cq(struct ibv_context *context, int cqe,
-				     struct ibv_comp_channel *channel,
-				     int comp_vector)
+struct ibv_cq *chpp_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector)
 {
 	struct chpp_context *ctx = to_cctx(context);
 	struct chpp_create_cq_req cmd = {};
@@ -214,8 +214,8 @@ static void chpp_wq_free(struct chpp_wq *wq)
 	wq->wrid = NULL;
 }
 
-static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
-				     struct ibv_qp_init_attr *attr)
+struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *attr)
 {
 	struct chpp_context *ctx = to_cctx(pd->context);
 	struct chpp_create_qp_req cmd = {};
@@ -396,6 +396,7 @@ static int chpp_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_lock(&ctx->qp_table_lock);
 	ctx->qp_table[qp->qpn & ((1u << ctx->info.qpn_bits) - 1)] = NULL;
 	pthread_mutex_unlock(&ctx->qp_table_lock);
+	chpp_qp_ex_free(qp);
 	chpp_wq_free(&qp->sq);
 	chpp_wq_free(&qp->rq);
 	pthread_spin_destroy(&qp->sq.lock);
@@ -572,8 +573,10 @@ static const struct verbs_context_ops chpp_ctx_ops = {
 	.alloc_pd = chpp_alloc_pd,
 	.create_ah = chpp_create_ah,
 	.create_cq = chpp_create_cq,
+	.create_cq_ex = chpp_create_cq_ex,
 	.create_qp = chpp_create_qp,
 	.create_srq = chpp_create_srq,
+	.create_qp_ex = chpp_create_qp_ex,
 	.dealloc_pd = chpp_dealloc_pd,
 	.dereg_mr = chpp_dereg_mr,
 	.destroy_ah = chpp_destroy_ah,

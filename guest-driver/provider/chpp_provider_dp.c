@@ -72,8 +72,8 @@ static enum ibv_wc_opcode chpp_wc_opcode(uint8_t op)
 }
 
 /* Fill @wc from @e; false if the CQE is of a QP this context no longer has. */
-static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
-			   struct ibv_wc *wc)
+bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
+		    struct ibv_wc *wc)
 {
 	uint32_t mask = (1u << ctx->info.qpn_bits) - 1;
 	struct chpp_qp *qp = ctx->qp_table[e->qpn & mask];
@@ -150,7 +150,7 @@ int chpp_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-static uint8_t chpp_wqe_flags(struct chpp_qp *qp, unsigned int send_flags)
+uint8_t chpp_wqe_flags(struct chpp_qp *qp, unsigned int send_flags)
 {
 	uint8_t f = 0;
 
@@ -181,8 +181,8 @@ static int chpp_sges(const struct ibv_sge *in, int num, struct chpp_usge *out)
 }
 
 /* Write one WQE at the SQ head (lock held); the caller rings. */
-static int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
-		       const struct chpp_usend *w, uint64_t wr_id)
+int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
+		const struct chpp_usend *w, uint64_t wr_id)
 {
 	struct chpp_wq *sq = &qp->sq;
 
@@ -275,7 +275,7 @@ static uint64_t chpp_now_ns(void)
 	return t.tv_sec * 1000000000ull + t.tv_nsec;
 }
 
-static void chpp_db_flow(struct chpp_context *ctx)
+void chpp_db_flow(struct chpp_context *ctx)
 {
 	uint64_t deadline = 0;
 

@@ -25,6 +25,11 @@
  *    device hold/put helpers do lock add/sub on 0x2a0.
  *  - _verbs_init_and_alloc_context(device, cmd_fd, size, offset, driver_id)
  *    callocs size bytes and initialises the verbs_context at that offset.
+ *  - verbs_set_ops does not hand our create_cq_ex to applications: it
+ *    installs libibverbs' wrapper, which refuses wc_flags beyond
+ *    IBV_CREATE_CQ_SUP_WC_FLAGS, calls ours and then verbs_init_cq(cq,
+ *    context, channel, cq_context), as ibv_create_cq does after create_cq.
+ *    ibv_qp_to_qp_ex reads struct verbs_qp's comp_mask (below).
  *  - The ibv_cmd_* request structs are the uverbs header followed by the
  *    kernel's core request (rdma/ib_user_verbs.h); the driver's udata
  *    follows them. ibv_cmd_create_cq passes 0x28/0x8 as core request and
@@ -129,6 +134,30 @@ struct verbs_mr {
 };
 
 /*
+ * A QP as libibverbs sees it. ibv_qp_to_qp_ex() is "testb $0x2,0x160(%rdi)":
+ * it returns the QP itself as an ibv_qp_ex when comp_mask, right after the
+ * 0x160-byte struct ibv_qp_ex, has VERBS_QP_EX, else NULL. A provider's QP
+ * therefore starts with this, whether it is extended or not.
+ */
+enum {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	void *xrcd;		/* struct verbs_xrcd *: no XRC here */
+};
+
+static_assert(sizeof(struct ibv_qp_ex) == 0x160, "ibv_qp_ex layout");
+static_assert(offsetof(struct verbs_qp, comp_mask) == 0x160,
+	      "verbs_qp.comp_mask");
+
+/*
  * Every operation a provider may implement, in the order of the binary
  * (alphabetical). Unset entries keep libibverbs' defaults (EOPNOTSUPP).
  * Operations we do not implement are reduced to void pointers.
@@ -154,12 +183,14 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	void *create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *attr);
 	void *create_flow;
 	void *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	void *create_qp_ex;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *attr);
 	void *create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *srq_init_attr);

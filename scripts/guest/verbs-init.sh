@@ -12,7 +12,7 @@
 # and a time limit; a tool that fails on either node fails that node.
 #
 #   verbs_tools DEV     ibv_devices, ibv_devinfo -v, ibv_rc_pingpong (sizes,
-#                       events), ibv_srq_pingpong and perftest (write/read/send bandwidth,
+#                       events, the ibv_wr_* API with -N), ibv_srq_pingpong and perftest (write/read/send bandwidth,
 #                       write/send latency; write/send bandwidth on several
 #                       QPs at once) on ib device DEV
 #   ucx_tools DEV       UCX on ib device DEV: ucx_info -d lists rc_verbs on
@@ -103,8 +103,12 @@ verbs_tools() {
     vrun "${dev}ppb" 120 ibv_rc_pingpong -d "$dev" -c -s 65536 -n 200
     vrun "${dev}ppc" 180 ibv_rc_pingpong -d "$dev" -c -s 1048576 -n 20
     vrun "${dev}ppe" 120 ibv_rc_pingpong -d "$dev" -c -e -s 16384 -n 200
+    # -N: the extended QP (ibv_create_qp_ex) and the ibv_wr_* API.
+    vrun "${dev}ppn" 120 ibv_rc_pingpong -d "$dev" -c -N -s 65536 -n 200
+    vrun "${dev}ppne" 120 ibv_rc_pingpong -d "$dev" -c -N -e -s 16 -n 200
     say "verbs $dev: ibv_rc_pingpong 4 KiB $(pingpong_rate "${dev}pp"), 64 KiB $(pingpong_rate "${dev}ppb")," \
-        "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe")"
+        "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe");" \
+        "ibv_wr_* (-N) 64 KiB $(pingpong_rate "${dev}ppn"), 16 B with events $(pingpong_rate "${dev}ppne")"
 
     # SRQ ping-pong (docs/shared-receive-queues.md): the receives of all its
     # QPs come from one shared receive queue; -c checks the bytes. As many
@@ -125,6 +129,10 @@ verbs_tools() {
         [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
         say "verbs $dev: ib_$t 64 KiB x500: $(echo "$row" | awk '{print $4}') MB/s average"
     done
+    # perftest uses the ibv_wr_* API on the devices it knows only: on this
+    # one it posts with ibv_post_send (docs/verbs-provider.md).
+    grep -q 'ibv_wr\* API *: OFF' "/tmp/${dev}writebw.log" ||
+        { cat "/tmp/${dev}writebw.log"; fail "ib_write_bw: no 'ibv_wr* API : OFF'"; }
     # Several QPs ringing at once (-q): more doorbells than the 32-entry
     # doorbell FIFO holds unless the provider's flow control keeps them in,
     # and lost ones must be recovered. Needs max_qp >= N on both nodes
