@@ -45,6 +45,9 @@ PACKAGES=(
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
     # the verbs provider and test programs build against
     ibverbs-utils perftest ibverbs-providers iproute2 libibverbs-dev
+    # UCX (ucx_info, ucx_perftest and UCX's verbs transports): its rc_verbs
+    # transport, which Open MPI uses on InfiniBand, needs SRQs
+    ucx-utils libucx0
     # management datagrams in the guests: the SM/SA and the diagnostics
     # (docs/management-datagrams.md)
     opensm infiniband-diags

@@ -46,6 +46,8 @@ LAYERS = [
     # the port's management agents (SMA, PMA) behind MAD_IFC
     ["chpp-hca-mad.c"],
     ["chpp-hca-route.c"],
+    # shared receive queues: their rings, doorbells and consumer records
+    ["chpp-hca-srq.c"],
     # multicast groups: which QPs a multicast datagram reaches
     ["chpp-hca-mcg.c"],
     ["chpp-hca-qp.c"],

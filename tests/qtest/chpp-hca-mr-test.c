@@ -268,7 +268,8 @@ static void test_mpt_bad_params(void)
     c.mtt_base = cpu_to_le32(NUM_MTTS - 2);
     c.key = cpu_to_le32(6 << 8);
     c.pd = cpu_to_le32(NUM_PDS - 1);
-    c.flags = cpu_to_le32(CHPP_MPT_FLAGS_MASK & ~CHPP_MPT_PHYS);
+    c.flags = cpu_to_le32(CHPP_MPT_FLAGS_MASK &
+                          ~(CHPP_MPT_PHYS | CHPP_MPT_FAST_REG));
     c.log_page_size = CHPP_MIN_PAGE_SHIFT;
     g_assert_cmphex(chpp_sw2hw_mpt(d, 6, &c), ==, CHPP_STAT_OK);
     /* Remote read alone needs no local write. */
