@@ -14,12 +14,27 @@
 
 #define CHPP_MSI_DATA(v)    (0xc0de0000u | (v))
 
+/*
+ * CHPP_QTEST_PROPS: device properties every test's chpp-hca gets besides
+ * its own, e.g. "timing=on" (the suite runs the data path tests in timing
+ * mode too, docs/timing-model.md).  The test's own properties come last
+ * and win.
+ */
+const char *chpp_env_props(void)
+{
+    const char *p = getenv("CHPP_QTEST_PROPS");
+
+    return p && *p ? p : NULL;
+}
+
 static ChppDev *chpp_boot(const char *props, const char *extra)
 {
     ChppDev *d = g_new0(ChppDev, 1);
+    const char *env = chpp_env_props();
 
     d->qs = qtest_pc_boot("-machine q35 -nodefaults "
-                          "-device chpp-hca,addr=04.0%s%s %s",
+                          "-device chpp-hca,addr=04.0%s%s%s%s %s",
+                          env ? "," : "", env ? env : "",
                           props && *props ? "," : "", props ? props : "",
                           extra ? extra : "");
     d->qts = d->qs->qts;

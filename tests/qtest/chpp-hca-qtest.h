@@ -28,6 +28,8 @@ typedef struct ChppDev {
     uint32_t next_mtt;      /* bump allocator of MTT entries */
 } ChppDev;
 
+/* Properties from CHPP_QTEST_PROPS every helper-started device gets, or NULL. */
+const char *chpp_env_props(void);
 /* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
 ChppDev *chpp_start(const char *props, const char *extra);
 /* Same, for an incoming migration from @uri; takes state from @src. */
