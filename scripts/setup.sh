@@ -45,6 +45,9 @@ PACKAGES=(
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
     # the verbs provider and test programs build against
     ibverbs-utils perftest ibverbs-providers iproute2 libibverbs-dev
+    # the timing benchmark's plots (scripts/bench.sh --timing,
+    # scripts/lib/timing-plot.py)
+    python3-matplotlib
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)

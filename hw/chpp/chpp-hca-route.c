@@ -12,18 +12,22 @@
 
 /*
  * Timing mode: a loopback frame arrives when the model says its data is
- * in the target's memory (pkt->due).  Frames a QP sends arrive in the
- * order it sent them, as on a wire: never before the previous one.
+ * in the target's memory (pkt->due).  The requests a QP sends arrive in
+ * the order it sent them, as on a wire, and so do its responses (ACKs,
+ * NAKs, GET and atomic responses): never before the previous one.
  */
 static void chpp_route_timed(ChppHcaState *s, ChppHcaState *to, ChppPkt *pkt,
                              GByteArray *frame)
 {
     ChppQp *qp = chpp_qp_lookup(s, pkt->src_qpn);
     int64_t due = MAX(pkt->due, chpp_timing_now());
+    bool resp = pkt->op == CHPP_OP_ACK || pkt->op == CHPP_OP_NAK ||
+                pkt->op == CHPP_OP_ATOMIC_ACK ||
+                pkt->op == CHPP_OP_READ_RESP;
 
     if (qp) {
-        due = MAX(due, qp->eng.tx_due);
-        qp->eng.tx_due = due;
+        due = MAX(due, qp->eng.tx_due[resp]);
+        qp->eng.tx_due[resp] = due;
     }
     chpp_timing_rx_push(to, pkt->vc % CHPP_NUM_VCS, frame, due);
     chpp_engine_kick_at(to, due);

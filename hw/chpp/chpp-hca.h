@@ -172,8 +172,9 @@ typedef struct ChppQpEngine {
     bool atomic_valid;          /* last atomic result, for duplicates */
     uint32_t atomic_psn;
     uint64_t atomic_orig;
-    int64_t tx_due;             /* timing mode: due time of the last frame
-                                   sent (keeps them in order); not migrated */
+    /* timing mode: due time of the last request and response frame sent
+       (each stream stays in order); not migrated */
+    int64_t tx_due[2];
 } ChppQpEngine;
 
 /* Retry counts of a QP (retry_cnt, rnr_retry): 3 bits, 7 = no limit. */

@@ -40,7 +40,7 @@
 #define MR_ALL      (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
                      CHPP_MPT_REMOTE_WRITE | CHPP_MPT_REMOTE_ATOMIC)
 #define WINDOW      32          /* doorbells outstanding: the FIFO depth */
-#define MAX_STEPS   2000000
+#define MAX_STEPS   200000
 #define CLK_MHZ     250         /* for cycles in the tables */
 
 enum { OP_NAP_IMM, OP_NAP_IND, OP_PUT, OP_GET, OP_NUM };
@@ -71,6 +71,7 @@ typedef struct Flow {
     uint32_t skey, dkey;
     uint32_t buf;               /* bytes of each buffer */
     uint32_t ci_told[2];
+    uint32_t rq_out;            /* receives posted, not consumed */
 } Flow;
 
 typedef struct Opts {
@@ -125,6 +126,7 @@ static void flow_setup(Flow *f, ChppDev *d, uint8_t func, uint32_t buf)
     f->skey = chpp_create_mr(d, 0, CHPP_NODE_PD, f->src, buf, MR_ALL);
     f->dkey = chpp_create_mr(d, 1, CHPP_NODE_PD, f->dst, buf, MR_ALL);
     f->ci_told[0] = f->ci_told[1] = 0;
+    f->rq_out = 0;
 }
 
 static int64_t vnow(Flow *f)
@@ -172,11 +174,16 @@ static bool is_nap(int op)
     return op == OP_NAP_IMM || op == OP_NAP_IND;
 }
 
-static void post_recvs(Flow *f, uint32_t n)
+/* Receives up to @want posted (the RQ holds 1 << LOG_Q). */
+static void post_recvs(Flow *f, uint32_t want)
 {
     ChppTSge sge = { f->dst, CHPP_NAP_MAX_PAYLOAD, f->dkey };
 
-    chpp_post_recvs(f->n.d, &f->n.qp, f->n.qp.rq_pi, &sge, 1, n);
+    if (f->rq_out < want) {
+        chpp_post_recvs(f->n.d, &f->n.qp, f->n.qp.rq_pi, &sge, 1,
+                        want - f->rq_out);
+        f->rq_out = want;
+    }
 }
 
 /* Take the next CQE of CQ @cq if there is one (status checked). */
@@ -236,6 +243,7 @@ static int64_t latency(Flow *f, int op, uint32_t size, uint8_t mark)
         t = qtest_clock_step_next(qts);
         if (is_nap(op)) {
             seen = cq_take(f, 1, &cqe);
+            f->rq_out -= seen;
         } else {
             seen = qtest_readb(qts, probe) == mark;
         }
@@ -285,7 +293,10 @@ static double stream(Flow *f, int op, uint32_t size, uint32_t nmsg)
         }
         while (is_nap(op) && cq_take(f, 1, &cqe)) {
             recvd++;
-            post_recvs(f, 1);
+            f->rq_out--;
+        }
+        if (is_nap(op) && f->rq_out < (1u << LOG_Q) / 2) {
+            post_recvs(f, 1u << LOG_Q);
         }
     }
     while (is_nap(op) && recvd < nmsg) {
@@ -293,9 +304,9 @@ static double stream(Flow *f, int op, uint32_t size, uint32_t nmsg)
         qtest_clock_step_next(qts);
         while (cq_take(f, 1, &cqe)) {
             recvd++;
+            f->rq_out--;
         }
     }
-    /* The receives left posted are flushed with the QP; keep the RQ full. */
     settle(f);
     return t_last > t_first ? (double)(nmsg - 1) * size * 1e9 /
                               (t_last - t_first) : 0;
@@ -530,8 +541,8 @@ static void run_payload(void)
 
 #define NFN         (1 + CHPP_MAX_VFS)
 #define SHARE_OUT   8           /* WQEs each function keeps posted */
-#define SHARE_MIN   6           /* sizes: 2^6 .. 2^16 bytes, log-uniform */
-#define SHARE_MAX   16
+#define SHARE_GRAIN 64          /* sizes: 64 B .. 64 KiB, uniform */
+#define SHARE_MAX   65536
 
 static void set_weight(ChppPf *p, unsigned fn, uint8_t weight)
 {
@@ -562,8 +573,8 @@ static void run_share_once(ChppPf *p, Flow *fl, bool weighted,
         set_weight(p, fn, weighted ? fn + 1 : 1);
     }
     printf("\nFigure 19: bandwidth share of each function over time, %s "
-           "(PF = function 0; random PUT sizes\n64 B .. 64 KiB, %u WQEs "
-           "posted per function; cumulative %% of the bytes moved)\n\n",
+           "(PF = function 0; PUTs of random "
+           "sizes,\nuniform in 64 B .. 64 KiB, %u WQEs posted per function; cumulative %% of the bytes moved)\n\n",
            run, SHARE_OUT);
     printf("%9s %9s", "us", "cycles");
     for (unsigned fn = 0; fn < NFN; fn++) {
@@ -576,8 +587,8 @@ static void run_share_once(ChppPf *p, Flow *fl, bool weighted,
                 uint32_t sz;
 
                 rng = rng * 1103515245u + 12345u;
-                sz = 1u << (SHARE_MIN + (rng >> 16) %
-                            (SHARE_MAX - SHARE_MIN + 1));
+                sz = SHARE_GRAIN * (1 + (rng >> 8) %
+                                    (SHARE_MAX / SHARE_GRAIN));
                 lens[fn][posted[fn] % (1u << LOG_Q)] = sz;
                 post_op(&fl[fn], OP_PUT, sz, posted[fn], 0x80);
                 posted[fn]++;
@@ -671,8 +682,7 @@ static void run_share(void)
 
     chpp_pf_vfs_set(p, CHPP_MAX_VFS);
     for (unsigned fn = 0; fn < NFN; fn++) {
-        flow_setup(&fl[fn], fn ? p->vf[fn] : p->d, fn,
-                   1u << SHARE_MAX);
+        flow_setup(&fl[fn], fn ? p->vf[fn] : p->d, fn, SHARE_MAX);
     }
     run_share_once(p, fl, false, span, span / 16);
     run_share_once(p, fl, true, span, span / 16);
