@@ -131,9 +131,11 @@ void chpp_engine_kick(ChppHcaState *s)
         /*
          * Timing mode: the engine runs on the virtual clock only, at the
          * same virtual time here (a bottom half would run whenever the
-         * main loop gets to it: under -icount, at no definite time).
+         * main loop gets to it: under -icount, at no definite time), or
+         * one engine-delay-ns later (a test knob, as without timing).
          */
-        chpp_engine_kick_at(s, chpp_timing_now());
+        chpp_engine_kick_at(s, chpp_timing_now() +
+                               (int64_t)s->params.engine_delay_ns);
     } else if (s->params.engine_delay_ns) {
         if (!timer_pending(s->engine_timer)) {
             timer_mod(s->engine_timer,

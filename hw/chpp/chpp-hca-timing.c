@@ -272,7 +272,7 @@ int64_t chpp_timing_atomic_due(ChppHcaState *s)
 /*
  * The next doorbell FIFO entry may be taken when the descriptor fetch has
  * a free slot, and (engine-delay-ns, a test knob) one period after the
- * engine found the FIFO busy or last took an entry.
+ * last one was taken.
  */
 int64_t chpp_timing_intake(ChppHcaState *pf, bool fifo_busy)
 {
@@ -280,21 +280,17 @@ int64_t chpp_timing_intake(ChppHcaState *pf, bool fifo_busy)
     int64_t t = tm_ns(tm->slot_free[tm->slot_next]);
 
     if (!fifo_busy) {
-        tm->fifo_seen = 0;
         return INT64_MAX;
     }
-    if (pf->params.engine_delay_ns) {
-        if (!tm->fifo_seen) {
-            tm->fifo_seen = chpp_timing_now();
-        }
-        t = MAX(t, tm->fifo_seen + (int64_t)pf->params.engine_delay_ns);
+    if (pf->params.engine_delay_ns && tm->last_taken) {
+        t = MAX(t, tm->last_taken + (int64_t)pf->params.engine_delay_ns);
     }
     return t;
 }
 
 void chpp_timing_intake_taken(ChppHcaState *pf)
 {
-    pf->timing.fifo_seen = chpp_timing_now();
+    pf->timing.last_taken = chpp_timing_now();
 }
 
 void chpp_timing_reset(ChppHcaState *pf)

@@ -76,7 +76,7 @@ typedef struct ChppTimingModel {
     uint32_t slot_next;
     int64_t eng_free;           /* processing stage */
     int64_t read_free;          /* data read module */
-    int64_t fifo_seen;          /* ns: FIFO found busy (engine-delay-ns) */
+    int64_t last_taken;         /* ns: a FIFO entry taken (engine-delay) */
     bool bypass;                /* VM stopping: everything goes at once */
 } ChppTimingModel;
 

@@ -837,7 +837,8 @@ static void test_err_rnr(void)
     w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 3, 0);
     wqe_sge(w, buf, 8, key);
     post_send(f, &f->a, w, true);
-    qtest_clock_step(f->d->qts, 1000);
+    /* Past the NAK (timing mode: some us), before the 10 us back-off. */
+    qtest_clock_step(f->d->qts, 5000);
     g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RNR_NAKS), ==, 1);
     post_recv(f, &f->b, 4, buf + 64, 8, key);
     expect_cqe(f, SCQ, 3, CHPP_CQE_OP_SEND, 0, 8);
@@ -858,7 +859,7 @@ static void test_err_rnr(void)
         w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED, 10 + i, 0);
         wqe_sge(w, buf, 8, key);
         post_send(f, &f->a, w, true);
-        qtest_clock_step(f->d->qts, 1000);
+        qtest_clock_step(f->d->qts, 5000);
         g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_RNR_NAKS), ==, i + 1);
         g_assert_false(cqe_valid(f, &f->cq[SCQ], &cqe));
         post_recv(f, &f->b, 20 + i, buf + 64, 8, key);
