@@ -30,8 +30,10 @@
 #include "qemu/timer.h"
 #include "chpp-hca-datapath.h"
 
-/* Fixed by seed 004 5.1: a 16-byte header takes one cycle, and so does
- * the engine's processing of each returned TLP. */
+/*
+ * Fixed by seed 004 5.1: a 16-byte header takes one cycle, and so does
+ * the engine's processing of each returned TLP.
+ */
 #define TM_HDR          1
 #define TM_TLP_PROC     1
 /* Cut-through: the last beat through packetizer, crossbar port, upload. */

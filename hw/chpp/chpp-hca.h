@@ -172,8 +172,10 @@ typedef struct ChppQpEngine {
     bool atomic_valid;          /* last atomic result, for duplicates */
     uint32_t atomic_psn;
     uint64_t atomic_orig;
-    /* timing mode: due time of the last request and response frame sent
-       (each stream stays in order); not migrated */
+    /*
+     * timing mode: due time of the last request and response frame sent
+     * (each stream stays in order); not migrated
+     */
     int64_t tx_due[2];
 } ChppQpEngine;
 

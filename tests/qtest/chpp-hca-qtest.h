@@ -28,7 +28,7 @@ typedef struct ChppDev {
     uint32_t next_mtt;      /* bump allocator of MTT entries */
 } ChppDev;
 
-/* Properties from CHPP_QTEST_PROPS every helper-started device gets, or NULL. */
+/* CHPP_QTEST_PROPS: properties every device the helpers start gets; NULL. */
 const char *chpp_env_props(void);
 /* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
 ChppDev *chpp_start(const char *props, const char *extra);

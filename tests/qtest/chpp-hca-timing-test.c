@@ -141,11 +141,12 @@ static void test_latency(void)
         uint8_t op;
         bool inl;
         int64_t ns;         /* the model; Table 3 in the comment */
+        uint8_t cqe_op;
     } cases[] = {
-        { CHPP_WQE_NAP, true, 1192 },       /* 1.242 us */
-        { CHPP_WQE_NAP, false, 1808 },      /* 1.846 us */
-        { CHPP_WQE_PUT, false, 1772 },      /* 1.762 us */
-        { CHPP_WQE_GET, false, 1848 },      /* 1.838 us */
+        { CHPP_WQE_NAP, true, 1192, CHPP_CQE_OP_SEND },         /* 1.242 */
+        { CHPP_WQE_NAP, false, 1808, CHPP_CQE_OP_SEND },        /* 1.846 */
+        { CHPP_WQE_PUT, false, 1772, CHPP_CQE_OP_RDMA_WRITE },  /* 1.762 */
+        { CHPP_WQE_GET, false, 1848, CHPP_CQE_OP_RDMA_READ },   /* 1.838 */
     };
     Fx *f = fx_new(NULL, CHPP_QPT_RC);
     QTestState *qts = f->n.d->qts;
@@ -171,10 +172,7 @@ static void test_latency(void)
             g_assert_true(chpp_cqe_valid(f->n.d, &f->n.cq[RCQ], &cqe));
             chpp_node_expect(&f->n, RCQ, i, CHPP_CQE_OP_RECV, 1);
         }
-        chpp_node_expect(&f->n, SCQ, i, cases[i].op == CHPP_WQE_PUT ?
-                         CHPP_CQE_OP_RDMA_WRITE :
-                         cases[i].op == CHPP_WQE_GET ?
-                         CHPP_CQE_OP_RDMA_READ : CHPP_CQE_OP_SEND, 1);
+        chpp_node_expect(&f->n, SCQ, i, cases[i].cqe_op, 1);
         qtest_clock_step(qts, 100000);
     }
     g_assert_cmpuint(chpp_counter(f->n.d, CHPP_CNT_RETRANSMITS), ==, 0);
