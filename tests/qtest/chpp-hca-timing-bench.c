@@ -43,7 +43,8 @@
 #define MAX_STEPS   200000
 #define CLK_MHZ     250         /* for cycles in the tables */
 
-enum { OP_NAP_IMM, OP_NAP_IND, OP_PUT, OP_GET, OP_NUM };
+enum { OP_NAP_IMM, OP_NAP_IND, OP_PUT, OP_GET, OP_NUM,
+       OP_PUT_INLINE = OP_NUM };   /* not in the paper: what perftest posts */
 static const char *const op_name[OP_NUM] = {
     "NAP imm", "NAP ind", "PUT", "GET"
 };
@@ -76,6 +77,7 @@ typedef struct Flow {
 
 typedef struct Opts {
     GArray *sizes;
+    GArray *lat_sizes;          /* --lat-sizes: PUT, inline and not */
     const char *out;
     const char *props;
     bool quick, table3, mtu, payload, share;
@@ -159,6 +161,17 @@ static void post_op(Flow *f, int op, uint32_t size, uint64_t wr_id,
         chpp_wqe_raddr(w, f->dst, f->dkey);
         chpp_wqe_sge(w, f->src, size, f->skey);
         break;
+    case OP_PUT_INLINE: {
+        g_autofree uint8_t *data = g_malloc(size);
+
+        memset(data, 0x5a, size);
+        data[size - 1] = mark;
+        w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
+                         wr_id, 0);
+        chpp_wqe_raddr(w, f->dst, f->dkey);
+        chpp_wqe_inline(w, data, size);
+        break;
+    }
     default:
         /* A GET reads src (the remote side) into dst. */
         w = chpp_wqe_new(CHPP_WQE_GET, CHPP_WQE_SIGNALED, wr_id, 0);
@@ -433,6 +446,42 @@ static void run_table3(void)
     chpp_stop(d);
 }
 
+/*
+ * PUT latencies with and without inline data: what a verbs program such as
+ * perftest's ib_write_lat posts (inline up to its inline size), for
+ * scripts/lib/bench-icount.sh to compare with what the guest measures.
+ */
+static void run_put_lat(void)
+{
+    ChppDev *d = boot(NULL);
+    Flow f;
+
+    flow_setup(&f, d, 0, 1u << 20);
+    printf("\nPUT latency, doorbell to the last byte in memory (us)\n\n"
+           "%9s %10s %10s\n", "payload", "inline", "gather");
+    for (unsigned i = 0; i < opt.lat_sizes->len; i++) {
+        uint32_t size = g_array_index(opt.lat_sizes, uint32_t, i);
+        int64_t inl = -1, sge;
+
+        if (size <= CHPP_MAX_INLINE) {
+            inl = latency(&f, OP_PUT_INLINE, size, 0x80 | (i & 0x3f));
+            g_string_append_printf(bench_lines, "BENCH kind=lat "
+                                   "op=put_inline size=%u model_ns=%" PRId64
+                                   "\n", size, inl);
+        }
+        sge = latency(&f, OP_PUT, size, 0xc0 | (i & 0x3f));
+        g_string_append_printf(bench_lines, "BENCH kind=lat op=put size=%u "
+                               "model_ns=%" PRId64 "\n", size, sge);
+        char inl_us[16] = "-";
+
+        if (inl >= 0) {
+            snprintf(inl_us, sizeof(inl_us), "%.3f", inl / 1000.0);
+        }
+        printf("%9u %10s %10.3f\n", size, inl_us, sge / 1000.0);
+    }
+    chpp_stop(d);
+}
+
 /* ---- figure 15: bandwidth against MTU ---------------------------------- */
 
 /*
@@ -694,16 +743,16 @@ static void run_share(void)
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--quick] [--sizes N,N,...] [--out DIR] "
-            "[--props P] [--no-table3] [--no-mtu] [--no-payload] "
-            "[--no-share]\n", argv0);
+            "[--props P] [--lat-sizes N,N,...] [--no-table3] [--no-mtu] "
+            "[--no-payload] [--no-share]\n", argv0);
     exit(2);
 }
 
-static void parse_sizes(const char *list)
+static void parse_sizes(GArray *a, const char *list)
 {
     g_auto(GStrv) v = g_strsplit(list, ",", -1);
 
-    g_array_set_size(opt.sizes, 0);
+    g_array_set_size(a, 0);
     for (unsigned i = 0; v[i]; i++) {
         uint32_t n;
 
@@ -711,7 +760,7 @@ static void parse_sizes(const char *list)
             fprintf(stderr, "bad size '%s' (1..16 MiB)\n", v[i]);
             exit(2);
         }
-        g_array_append_val(opt.sizes, n);
+        g_array_append_val(a, n);
     }
 }
 
@@ -721,13 +770,16 @@ int main(int argc, char **argv)
                                           1048576 };
 
     opt.sizes = g_array_new(false, false, sizeof(uint32_t));
+    opt.lat_sizes = g_array_new(false, false, sizeof(uint32_t));
     g_array_append_vals(opt.sizes, def_sizes, ARRAY_SIZE(def_sizes));
     opt.table3 = opt.mtu = opt.payload = opt.share = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             opt.quick = true;
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
-            parse_sizes(argv[++i]);
+            parse_sizes(opt.sizes, argv[++i]);
+        } else if (!strcmp(argv[i], "--lat-sizes") && i + 1 < argc) {
+            parse_sizes(opt.lat_sizes, argv[++i]);
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             opt.out = argv[++i];
         } else if (!strcmp(argv[i], "--props") && i + 1 < argc) {
@@ -761,6 +813,9 @@ int main(int argc, char **argv)
                           "paper_us");
         run_table3();
     }
+    if (opt.lat_sizes->len) {
+        run_put_lat();
+    }
     if (opt.mtu) {
         csv_mtu = csv_open("mtu.csv", "mtu,gbps,tags_needed");
         run_mtu();
@@ -791,5 +846,6 @@ int main(int argc, char **argv)
     printf("\n%s", bench_lines->str);
     g_string_free(bench_lines, true);
     g_array_free(opt.sizes, true);
+    g_array_free(opt.lat_sizes, true);
     return 0;
 }
