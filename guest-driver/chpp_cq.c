@@ -171,10 +171,15 @@ static void chpp_cqe_to_wc(struct chpp_dev *dev, struct chpp_cq *cq,
 		return;
 	}
 	wc->qp = &qp->ibqp;
-	/* The WQE's wr_id field holds the driver's WQE counter. */
-	wq = (cqe->flags & CHPP_CQE_FLAG_SEND) ? &qp->sq : &qp->rq;
-	wc->wr_id = wq->wrid[wqe_id & (wq->n - 1)];
-	wq->tail = (u32)wqe_id + 1;
+	if (!(cqe->flags & CHPP_CQE_FLAG_SEND) && qp->ibqp.srq) {
+		/* An SRQ's WQE holds the caller's wr_id itself. */
+		wc->wr_id = wqe_id;
+	} else {
+		/* The WQE's wr_id field holds the driver's WQE counter. */
+		wq = (cqe->flags & CHPP_CQE_FLAG_SEND) ? &qp->sq : &qp->rq;
+		wc->wr_id = wq->wrid[wqe_id & (wq->n - 1)];
+		wq->tail = (u32)wqe_id + 1;
+	}
 	if (cqe->flags & CHPP_CQE_FLAG_IMM) {
 		/* The immediate's bytes as the sender posted them. */
 		wc->ex.imm_data = (__force __be32)cqe->imm;

@@ -14,7 +14,9 @@
 	 (1ull << CHPP_EVENT_WQ_CATAS_ERROR) | (1ull << CHPP_EVENT_LOCAL_CATAS) | \
 	 (1ull << CHPP_EVENT_PORT_CHANGE) | (1ull << CHPP_EVENT_EQ_OVERFLOW) | \
 	 (1ull << CHPP_EVENT_WQ_INVAL_REQ) | (1ull << CHPP_EVENT_WQ_ACCESS_ERROR) | \
-	 (1ull << CHPP_EVENT_DOORBELL_ERROR))
+	 (1ull << CHPP_EVENT_DOORBELL_ERROR) | \
+	 (1ull << CHPP_EVENT_LAST_WQE_REACHED) | \
+	 (1ull << CHPP_EVENT_SRQ_LIMIT) | (1ull << CHPP_EVENT_SRQ_CATAS_ERROR))
 
 static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 {
@@ -51,6 +53,10 @@ static void chpp_handle_eqe(struct chpp_dev *dev, const struct chpp_eqe *eqe)
 			le32_to_cpu(eqe->event.qp.qpn),
 			chpp_event_name(eqe->type));
 		chpp_qp_event(dev, le32_to_cpu(eqe->event.qp.qpn), eqe->type);
+		break;
+	case CHPP_EVENT_SRQ_LIMIT:
+	case CHPP_EVENT_SRQ_CATAS_ERROR:
+		chpp_srq_event(dev, le32_to_cpu(eqe->event.srq.srqn), eqe->type);
 		break;
 	case CHPP_EVENT_VF_FLR:
 		chpp_vf_flr_event(dev, le32_to_cpu(eqe->event.vf.vf));

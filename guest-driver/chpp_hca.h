@@ -79,6 +79,7 @@ struct chpp_caps {
 	u32 max_eqs, max_cqs, max_cq_entries, max_qps, max_qp_wqes;
 	u32 max_mpts, max_mtt_entries, max_pds, max_sge, max_inline;
 	u64 page_size_cap;
+	u32 max_srqs, max_srq_wqes, max_srq_sge;	/* ABI 1.5, else 0 */
 };
 
 struct chpp_dev {
@@ -113,13 +114,14 @@ struct chpp_dev {
 	atomic_t irq_count;
 
 	/* resources */
-	struct ida pd_ida, mpt_ida, cq_ida, qp_ida, uar_ida;
+	struct ida pd_ida, mpt_ida, cq_ida, qp_ida, uar_ida, srq_ida;
 	spinlock_t mtt_lock;
 	unsigned long *mtt_bitmap;
 	u8 *mpt_tag;
 	u8 next_magic;
 	struct xarray cq_xa;		/* cqn -> chpp_cq */
 	struct xarray qp_xa;		/* device qpn -> chpp_qp */
+	struct xarray srq_xa;		/* srqn -> chpp_srq */
 	spinlock_t db_lock;		/* 64-bit CQ doorbells are single writeq */
 	/* doorbells the FIFO lost: QUERY_DB_LOST, then RING_SQ per QP */
 	struct work_struct db_lost_work;
@@ -176,6 +178,21 @@ struct chpp_wq {
 	u64 *wrid;
 };
 
+/* A shared receive queue (chpp_srq.c, docs/shared-receive-queues.md). */
+struct chpp_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	u32 n;			/* WQEs, power of two */
+	u32 shift;		/* log2 of the stride */
+	u32 head;		/* next WQE to write (driver counter) */
+	u32 max_sge;
+	struct chpp_buf buf;	/* the ring, then the consumer record */
+	struct chpp_srq_record *rec;	/* kernel SRQ: in buf, after the ring */
+	spinlock_t lock;
+	bool user;		/* ring in user memory, posted by the process */
+	u16 uar;
+};
+
 struct chpp_qp {
 	struct ib_qp ibqp;
 	u32 idx;		/* device QPN */
@@ -186,7 +203,7 @@ struct chpp_qp {
 	enum ib_qp_state state;
 	struct mutex mutex;	/* modify/query/destroy */
 	spinlock_t sq_lock, rq_lock;
-	struct chpp_wq sq, rq;
+	struct chpp_wq sq, rq;	/* no rq with an SRQ (ibqp.srq) */
 	u32 dest_ibqpn;		/* remote qp_num (RC/UC), with its magic */
 	u32 qkey;
 	bool user;		/* rings in user memory, posted by the process */
@@ -222,6 +239,11 @@ static inline struct chpp_cq *to_ccq(struct ib_cq *cq)
 static inline struct chpp_qp *to_cqp(struct ib_qp *qp)
 {
 	return container_of(qp, struct chpp_qp, ibqp);
+}
+
+static inline struct chpp_srq *to_csrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct chpp_srq, ibsrq);
 }
 
 static inline struct chpp_ah *to_cah(struct ib_ah *ah)
@@ -291,6 +313,17 @@ int chpp_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int chpp_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void chpp_cq_clean(struct chpp_cq *cq, u32 qpn);
 void chpp_cq_event(struct chpp_dev *dev, u32 cqn, bool error);
+
+/* chpp_srq.c */
+int chpp_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		    struct ib_udata *udata);
+int chpp_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int chpp_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		    enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int chpp_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int chpp_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad);
+void chpp_srq_event(struct chpp_dev *dev, u32 srqn, u8 type);
 
 /* chpp_qp.c */
 int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

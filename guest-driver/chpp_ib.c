@@ -51,7 +51,9 @@ static int chpp_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_res_rd_atom = CHPP_MAX_RD_ATOMIC * c->max_qps;
 	a->atomic_cap = IB_ATOMIC_HCA;
 	a->max_ah = INT_MAX;
-	a->max_srq = 0;
+	a->max_srq = c->max_srqs;
+	a->max_srq_wr = c->max_srq_wqes;
+	a->max_srq_sge = c->max_srq_sge;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;
 	return 0;
@@ -396,6 +398,11 @@ const struct ib_device_ops chpp_dev_ops = {
 	.destroy_qp = chpp_destroy_qp,
 	.post_send = chpp_post_send,
 	.post_recv = chpp_post_recv,
+	.create_srq = chpp_create_srq,
+	.modify_srq = chpp_modify_srq,
+	.query_srq = chpp_query_srq,
+	.destroy_srq = chpp_destroy_srq,
+	.post_srq_recv = chpp_post_srq_recv,
 	.alloc_hw_device_stats = chpp_alloc_hw_device_stats,
 	.get_hw_stats = chpp_get_hw_stats,
 
@@ -404,6 +411,7 @@ const struct ib_device_ops chpp_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ah, chpp_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, chpp_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, chpp_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, chpp_srq, ibsrq),
 };
 
 int chpp_ib_register(struct chpp_dev *dev)

@@ -60,6 +60,10 @@ static int chpp_query_caps(struct chpp_dev *dev)
 		.max_sge = le32_to_cpu(cap.max_sge),
 		.max_inline = le32_to_cpu(cap.max_inline),
 		.page_size_cap = le64_to_cpu(cap.page_size_cap),
+		/* Reserved (0) before ABI 1.5: no SRQ. */
+		.max_srqs = le32_to_cpu(cap.max_srqs),
+		.max_srq_wqes = le32_to_cpu(cap.max_srq_wqes),
+		.max_srq_sge = le32_to_cpu(cap.max_srq_sge),
 	};
 	if (dev->fw.abi_major != CHPP_ABI_VERSION_MAJOR) {
 		dev_err(d, "QUERY_FW reports ABI %u.%u, driver speaks %u\n",

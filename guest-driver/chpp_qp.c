@@ -69,7 +69,7 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 sq_bytes, rq_bytes, hdr;
 	int idx, err;
 
-	if (init->srq || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
 	switch (init->qp_type) {
 	case IB_QPT_RC:
@@ -121,9 +121,11 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 				   cap->max_send_wr, sq_bytes);
 		if (err)
 			goto free_idx;
-		err = chpp_wq_user(dev, &qp->rq, cmd.rq_buf_addr,
-				   cmd.log_rq_size, cmd.log_rq_stride,
-				   cap->max_recv_wr, rq_bytes);
+		/* With an SRQ there is no RQ (docs/shared-receive-queues.md). */
+		if (!init->srq)
+			err = chpp_wq_user(dev, &qp->rq, cmd.rq_buf_addr,
+					   cmd.log_rq_size, cmd.log_rq_stride,
+					   cap->max_recv_wr, rq_bytes);
 		if (err)
 			goto free_sq;
 	} else {
@@ -131,14 +133,17 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = chpp_wq_alloc(dev, &qp->sq, cap->max_send_wr, sq_bytes);
 		if (err)
 			goto free_idx;
-		err = chpp_wq_alloc(dev, &qp->rq, cap->max_recv_wr, rq_bytes);
+		if (!init->srq)
+			err = chpp_wq_alloc(dev, &qp->rq, cap->max_recv_wr,
+					    rq_bytes);
 		if (err)
 			goto free_sq;
 	}
 
 	qp->sq.max_sge = ((1u << qp->sq.shift) - hdr) / SEG;
 	qp->sq.max_sge = min_t(u32, qp->sq.max_sge, CHPP_MAX_SGE);
-	qp->rq.max_sge = min_t(u32, ((1u << qp->rq.shift) - SEG) / SEG,
+	qp->rq.max_sge = init->srq ? 0 :
+			 min_t(u32, ((1u << qp->rq.shift) - SEG) / SEG,
 			       CHPP_MAX_SGE);
 	qp->max_inline = (1u << qp->sq.shift) - hdr - SEG;
 	cap->max_send_wr = qp->sq.n;
@@ -257,16 +262,23 @@ static void chpp_fill_modify(struct chpp_qp *qp, const struct ib_qp_attr *a,
 	c->send_cqn = cpu_to_le32(to_ccq(ibqp->send_cq)->cqn);
 	c->recv_cqn = cpu_to_le32(to_ccq(ibqp->recv_cq)->cqn);
 	c->sq_mtt_base = cpu_to_le32(qp->sq.buf.mtt_base);
-	c->rq_mtt_base = cpu_to_le32(qp->rq.buf.mtt_base);
 	c->log_sq_size = ilog2(qp->sq.n);
 	c->log_sq_stride = qp->sq.shift;
-	c->log_rq_size = ilog2(qp->rq.n);
-	c->log_rq_stride = qp->rq.shift;
+	if (ibqp->srq) {
+		/* No RQ: its fields are ignored (shared-receive-queues.md). */
+		c->flags |= CHPP_QP_FLAG_SRQ;
+		c->srqn = cpu_to_le32(to_csrq(ibqp->srq)->srqn);
+	} else {
+		c->rq_mtt_base = cpu_to_le32(qp->rq.buf.mtt_base);
+		c->log_rq_size = ilog2(qp->rq.n);
+		c->log_rq_stride = qp->rq.shift;
+	}
 	c->sq_log_page_size = PAGE_SHIFT;
 	c->rq_log_page_size = PAGE_SHIFT;
 	c->uar = cpu_to_le16(qp->uar);
 	c->magic = qp->magic;
-	c->flags = qp->sig_all ? CHPP_QP_FLAG_SQ_SIG_ALL : 0;
+	if (qp->sig_all)
+		c->flags |= CHPP_QP_FLAG_SQ_SIG_ALL;
 
 	if (mask & IB_QP_CUR_STATE)
 		c->state = a->cur_qp_state;
@@ -423,6 +435,7 @@ int chpp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->qp_type = ibqp->qp_type;
+	init->srq = ibqp->srq;
 	init->cap = a->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 out:
@@ -621,7 +634,8 @@ int chpp_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0, n = 0, i;
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (qp->state == IB_QPS_RESET) {
+	/* Receives of a QP on an SRQ are posted to the SRQ. */
+	if (qp->state == IB_QPS_RESET || ibqp->srq) {
 		err = -EINVAL;
 		*bad = wr;
 		goto out;

@@ -16,7 +16,9 @@ int chpp_res_init(struct chpp_dev *dev)
 	ida_init(&dev->cq_ida);
 	ida_init(&dev->qp_ida);
 	ida_init(&dev->uar_ida);
+	ida_init(&dev->srq_ida);
 	xa_init_flags(&dev->cq_xa, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srq_xa, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qp_xa, XA_FLAGS_LOCK_IRQ);
 	spin_lock_init(&dev->mtt_lock);
 	spin_lock_init(&dev->db_lock);
@@ -40,7 +42,9 @@ void chpp_res_cleanup(struct chpp_dev *dev)
 	ida_destroy(&dev->cq_ida);
 	ida_destroy(&dev->qp_ida);
 	ida_destroy(&dev->uar_ida);
+	ida_destroy(&dev->srq_ida);
 	xa_destroy(&dev->cq_xa);
+	xa_destroy(&dev->srq_xa);
 	xa_destroy(&dev->qp_xa);
 }
 

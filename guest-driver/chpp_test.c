@@ -12,6 +12,10 @@
  *                                             to the peer; then wait for the
  *                                             peer's SEND and WRITE_WITH_IMM and
  *                                             verify every byte the peer placed
+ *          write "srq"                        (after setup) a shared receive
+ *                                             queue: two QPs of this device
+ *                                             each SEND to the other, both
+ *                                             taking receives from one SRQ
  *          write "teardown"
  *   info   "lid=L qpn=Q rkey=0xK addr=0xA" of the local side (after setup)
  *   result the outcome of the last "run" ("PASS ..." or "FAIL ...")
@@ -447,6 +451,193 @@ out:
 }
 
 /*
+ * Kernel verbs on a shared receive queue (docs/shared-receive-queues.md):
+ * QPs a and b of this device, connected to each other, both on one SRQ.
+ * Four receives are posted to the SRQ; a, b, a, b SEND in turn, and each
+ * message lands in the next receive, in posting order, whichever QP it is
+ * for. Then the SRQ limit event, armed at 2 with 2 receives left, comes
+ * with the next message. Uses the buffers of "setup".
+ */
+#define SRQ_MSGS	4
+#define SRQ_LEN		2000
+/* The buffers of RDMA_WRITE and of its source: "run" is done with them. */
+#define R_SRQ_SRC	R_WRITE
+#define R_SRQ_DST	R_WRITE_SRC
+
+static atomic_t ct_srq_limit;
+
+static void ct_srq_event(struct ib_event *ev, void *ctx)
+{
+	pr_info("chpp_test: SRQ async event %s\n", ib_event_msg(ev->event));
+	if (ev->event == IB_EVENT_SRQ_LIMIT_REACHED)
+		atomic_inc(&ct_srq_limit);
+}
+
+static int ct_srq_qp(struct ib_srq *srq, struct ib_qp **qp)
+{
+	struct ib_qp_init_attr qpa = {
+		.event_handler = ct_event,
+		.send_cq = ct.scq, .recv_cq = ct.rcq, .srq = srq,
+		.qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1 },
+	};
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE,
+	};
+
+	*qp = ib_create_qp(ct.pd, &qpa);
+	if (IS_ERR(*qp)) {
+		int err = PTR_ERR(*qp);
+
+		*qp = NULL;
+		return err;
+	}
+	return ib_modify_qp(*qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+}
+
+static int ct_srq_connect(struct ib_qp *qp, u32 dest)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_RTR, .path_mtu = IB_MTU_1024,
+		.dest_qp_num = dest, .max_dest_rd_atomic = 1,
+		.min_rnr_timer = 1,
+	};
+	int err;
+
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_dlid(&a.ah_attr, ct.lid);
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int ct_srq_run(struct ib_srq *srq, struct ib_qp *qp[2])
+{
+	struct ib_srq_attr sa = { .srq_limit = 2 };
+	struct ib_wc wc;
+	int err, i;
+
+	for (i = 0; i < SRQ_MSGS; i++) {
+		struct ib_sge sge = {
+			.addr = ct.dma + R_SRQ_DST + i * SRQ_LEN,
+			.length = SRQ_LEN, .lkey = ct.pd->local_dma_lkey,
+		};
+		struct ib_recv_wr wr = {
+			.wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
+		};
+
+		err = ib_post_srq_recv(srq, &wr, NULL);
+		if (err) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL SRQ: post_srq_recv %d\n", err);
+			return err;
+		}
+	}
+	err = ib_modify_srq(srq, &sa, IB_SRQ_LIMIT);
+	if (err) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL SRQ: arming the limit: %d\n", err);
+		return err;
+	}
+	for (i = 0; i < SRQ_MSGS; i++) {
+		struct ib_sge sge = {
+			.addr = ct.dma + R_SRQ_SRC + i * SRQ_LEN,
+			.length = SRQ_LEN, .lkey = ct.pd->local_dma_lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_id = 200 + i, .opcode = IB_WR_SEND,
+			.send_flags = IB_SEND_SIGNALED, .sg_list = &sge,
+			.num_sge = 1,
+		};
+
+		fill(ct.buf + R_SRQ_SRC + i * SRQ_LEN, 5 + i, ct.lid, SRQ_LEN);
+		err = ib_post_send(qp[i & 1], &wr, NULL);
+		if (!err)
+			err = ct_wait(ct.scq, &wc, "SRQ: SEND");
+		if (!err)
+			err = ct_wait(ct.rcq, &wc, "SRQ: RECV");
+		if (err)
+			return err;
+		if (wc.wr_id != 100 + i || wc.qp != qp[!(i & 1)] ||
+		    wc.byte_len != SRQ_LEN) {
+			snprintf(ct.result, sizeof(ct.result),
+				 "FAIL SRQ receive %d: wr_id %llu on QP %u, %u B\n",
+				 i, wc.wr_id, wc.qp->qp_num, wc.byte_len);
+			return -EIO;
+		}
+		err = check(ct.buf + R_SRQ_DST + i * SRQ_LEN, 5 + i, ct.lid,
+			    SRQ_LEN, "SRQ receive data");
+		if (err)
+			return err;
+	}
+	/* 2 left after the second, 1 after the third: the event came once. */
+	if (atomic_read(&ct_srq_limit) != 1) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL SRQ: %d limit events, expected 1\n",
+			 atomic_read(&ct_srq_limit));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int ct_srq(void)
+{
+	struct ib_srq_init_attr sia = {
+		.event_handler = ct_srq_event,
+		.attr = { .max_wr = SRQ_MSGS, .max_sge = 1 },
+	};
+	struct ib_qp *qp[2] = {};
+	struct ib_srq *srq;
+	int err, i;
+
+	if (!ct.pd)
+		return -EINVAL;
+	atomic_set(&ct_srq_limit, 0);
+	srq = ib_create_srq(ct.pd, &sia);
+	if (IS_ERR(srq)) {
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL SRQ: create_srq %ld\n", PTR_ERR(srq));
+		return PTR_ERR(srq);
+	}
+	err = ct_srq_qp(srq, &qp[0]);
+	if (!err)
+		err = ct_srq_qp(srq, &qp[1]);
+	if (!err)
+		err = ct_srq_connect(qp[0], qp[1]->qp_num);
+	if (!err)
+		err = ct_srq_connect(qp[1], qp[0]->qp_num);
+	if (err && !ct.result[0])
+		snprintf(ct.result, sizeof(ct.result),
+			 "FAIL SRQ: QPs on the SRQ: %d\n", err);
+	if (!err)
+		err = ct_srq_run(srq, qp);
+	for (i = 0; i < 2; i++)
+		if (qp[i])
+			ib_destroy_qp(qp[i]);
+	ib_destroy_srq(srq);
+	if (!err)
+		snprintf(ct.result, sizeof(ct.result),
+			 "PASS SRQ: %d SENDs from 2 QPs into one SRQ, receives in posting order, bytes verified, limit event\n",
+			 SRQ_MSGS);
+	pr_info("chpp_test: %s", ct.result);
+	return err;
+}
+
+/*
  * RDMA writes of 4 KiB to the peer, one at a time, for @secs seconds or until
  * one completes in error (a link cut, fault injection): the result says how
  * many completed and the first error status.
@@ -517,6 +708,9 @@ static ssize_t ct_ctl_write(struct file *f, const char __user *ubuf,
 		err = ct_connect(lid, qpn, rkey, addr);
 	} else if (!strcmp(cmd, "run")) {
 		err = ct_run();
+	} else if (!strcmp(cmd, "srq")) {
+		ct.result[0] = 0;
+		err = ct_srq();
 	} else if (sscanf(cmd, "stream %u", &secs) == 1) {
 		err = ct_stream(secs);
 	} else if (!strcmp(cmd, "teardown")) {

@@ -49,7 +49,8 @@ struct chpp_create_cq_resp {
 
 /*
  * CREATE_QP command: both rings are user memory, page aligned, of
- * 2^log_size WQEs of 2^log_stride bytes each.
+ * 2^log_size WQEs of 2^log_stride bytes each. A QP with an SRQ has no RQ:
+ * rq_buf_addr, log_rq_size and log_rq_stride are ignored.
  */
 struct chpp_create_qp_cmd {
 	__aligned_u64 sq_buf_addr;
@@ -58,6 +59,25 @@ struct chpp_create_qp_cmd {
 	__u8 log_sq_stride;
 	__u8 log_rq_size;
 	__u8 log_rq_stride;
+	__u32 reserved;
+};
+
+/*
+ * CREATE_SRQ command (ABI 1.5 device): the ring is user memory, page
+ * aligned, of 2^log_size WQEs of 2^log_stride bytes, followed by the
+ * 16-byte consumer record the device writes (struct chpp_srq_record):
+ * buf_addr must map 2^(log_size + log_stride) + 16 bytes.
+ */
+struct chpp_create_srq_cmd {
+	__aligned_u64 buf_addr;
+	__u8 log_size;
+	__u8 log_stride;
+	__u16 reserved0;
+	__u32 reserved1;
+};
+
+struct chpp_create_srq_resp {
+	__u32 srqn;		/* device SRQ number (SRQ doorbells name it) */
 	__u32 reserved;
 };
 

@@ -145,7 +145,7 @@ install_verbs() {
     mkdir -p "$1/usr/lib/x86_64-linux-gnu/libibverbs" "$1/etc/libibverbs.d"
     cp "$GUEST/libchpp-rdmav34.so" "$1/usr/lib/x86_64-linux-gnu/libibverbs/"
     cp "$GUEST/chpp.driver" "$1/etc/libibverbs.d/"
-    cp "$GUEST/chpp-verbs-test" "$1/bin/"
+    cp "$GUEST/chpp-verbs-test" "$GUEST/chpp-verbs-ex-test" "$1/bin/"
 }
 [ "$NESTED" = 1 ] || install_verbs "$ROOT"
 if [ "$VFIO" = 1 ]; then
@@ -211,8 +211,10 @@ qemu_cmd() {
         else
             CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
         fi
-        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh).
-        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk,num-qps=16$DEVARGS"
+        # 16 QPs: perftest -q 8 of the verbs stage (verbs-init.sh); 2^18
+        # MTT entries (1 GiB of 4 KiB pages): UCX's UCP registers a few
+        # hundred MiB of buffers, its RC receive queue alone 32 MiB.
+        CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,chardev=lnk,num-qps=16,num-mtts=262144$DEVARGS"
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi

@@ -45,6 +45,9 @@ PACKAGES=(
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
     # the verbs provider and test programs build against
     ibverbs-utils perftest ibverbs-providers iproute2 libibverbs-dev
+    # UCX (ucx_info, ucx_perftest and UCX's verbs transports): its rc_verbs
+    # transport, which Open MPI uses on InfiniBand, needs SRQs
+    ucx-utils libucx0
     # the timing benchmark's plots (scripts/bench.sh --timing,
     # scripts/lib/timing-plot.py)
     python3-matplotlib

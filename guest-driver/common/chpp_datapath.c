@@ -175,6 +175,14 @@ void chpp_ring_rq(uint8_t *uar, uint32_t qpn, uint32_t head)
 			  (head & CHPP_UAR_DB_PI_MASK));
 }
 
+void chpp_ring_srq(uint8_t *uar, uint32_t srqn, uint32_t head)
+{
+	db_barrier();
+	chpp_mmio_write32(uar + CHPP_UAR_SRQ_DB,
+			  (srqn << CHPP_UAR_DB_QPN_SHIFT) |
+			  (head & CHPP_UAR_DB_PI_MASK));
+}
+
 void chpp_ring_cq(uint8_t *uar, uint32_t cqn, uint32_t cmd, uint32_t ci)
 {
 	/* One 64-bit store: the device refuses a CQ doorbell split in two. */

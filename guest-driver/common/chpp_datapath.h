@@ -122,6 +122,21 @@ int chpp_write_recv_wqe(struct chpp_uwq *wq, uint64_t wqe_id,
 /* Doorbells on a UAR page: the new producer index of a QP's SQ or RQ. */
 void chpp_ring_sq(uint8_t *uar, uint32_t qpn, uint32_t head);
 void chpp_ring_rq(uint8_t *uar, uint32_t qpn, uint32_t head);
+/* ABI 1.5: the new producer index of an SRQ. */
+void chpp_ring_srq(uint8_t *uar, uint32_t srqn, uint32_t head);
+/*
+ * The free index of an SRQ's consumer record (the record follows the
+ * 2^log_size WQEs of the ring): WQEs before it may be posted again.
+ */
+static inline uint32_t chpp_srq_free(const struct chpp_uwq *wq)
+{
+	const struct chpp_srq_record *r = (const void *)
+		((const uint8_t *)wq->ring + ((size_t)wq->n << wq->shift));
+
+	return le32toh((CHPP_FORCE chpp_le32)
+		       __atomic_load_n((const uint32_t *)&r->free,
+				       __ATOMIC_ACQUIRE));
+}
 /* CQ doorbell: @cmd is enum chpp_cq_db_cmd, @ci the consumer index. */
 void chpp_ring_cq(uint8_t *uar, uint32_t cqn, uint32_t cmd, uint32_t ci);
 

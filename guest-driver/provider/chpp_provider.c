@@ -40,6 +40,16 @@ struct chpp_create_qp_rsp {
 	struct chpp_create_qp_resp drv;
 };
 
+struct chpp_create_srq_req {
+	struct ibv_create_srq ibv_cmd;
+	struct chpp_create_srq_cmd drv;
+};
+
+struct chpp_create_srq_rsp {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct chpp_create_srq_resp drv;
+};
+
 static const struct verbs_context_ops chpp_ctx_ops;
 
 static int chpp_query_device_ex(struct ibv_context *context,
@@ -125,9 +135,9 @@ static int chpp_dereg_mr(struct verbs_mr *vmr)
 	return err;
 }
 
-static struct ibv_cq *chpp_create_cq(struct ibv_context *context, int cqe,
-				     struct ibv_comp_channel *channel,
-				     int comp_vector)
+struct ibv_cq *chpp_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector)
 {
 	struct chpp_context *ctx = to_cctx(context);
 	struct chpp_create_cq_req cmd = {};
@@ -204,8 +214,8 @@ static void chpp_wq_free(struct chpp_wq *wq)
 	wq->wrid = NULL;
 }
 
-static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
-				     struct ibv_qp_init_attr *attr)
+struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *attr)
 {
 	struct chpp_context *ctx = to_cctx(pd->context);
 	struct chpp_create_qp_req cmd = {};
@@ -214,10 +224,6 @@ static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
 	struct chpp_qp *qp;
 	int err;
 
-	if (attr->srq) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -235,6 +241,12 @@ static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
 		err = EOPNOTSUPP;
 		goto fail;
 	}
+	/* With an SRQ the receive capabilities are ignored: no RQ. */
+	qp->srq = attr->srq != NULL;
+	if (qp->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (cap->max_send_wr > ctx->info.max_qp_wqes ||
 	    cap->max_recv_wr > ctx->info.max_qp_wqes ||
 	    cap->max_send_sge > ctx->info.max_sge ||
@@ -246,9 +258,11 @@ static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
 	err = chpp_wq_init(&qp->sq, cap->max_send_wr,
 			   chpp_sq_wqe_bytes(qp->type, cap->max_send_sge,
 					     cap->max_inline_data));
-	if (!err)
+	if (!err && !qp->srq)
 		err = chpp_wq_init(&qp->rq, cap->max_recv_wr,
 				   chpp_rq_wqe_bytes(cap->max_recv_sge));
+	else if (!err)
+		pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	if (err) {
 		err = -err;
 		goto fail;
@@ -258,8 +272,10 @@ static struct ibv_qp *chpp_create_qp(struct ibv_pd *pd,
 	cmd.drv.rq_buf_addr = (uintptr_t)qp->rq.uwq.ring;
 	cmd.drv.log_sq_size = chpp_log2_up(qp->sq.uwq.n);
 	cmd.drv.log_sq_stride = qp->sq.uwq.shift;
-	cmd.drv.log_rq_size = chpp_log2_up(qp->rq.uwq.n);
-	cmd.drv.log_rq_stride = qp->rq.uwq.shift;
+	if (!qp->srq) {
+		cmd.drv.log_rq_size = chpp_log2_up(qp->rq.uwq.n);
+		cmd.drv.log_rq_stride = qp->rq.uwq.shift;
+	}
 	err = ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
 	if (err)
@@ -380,11 +396,94 @@ static int chpp_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_lock(&ctx->qp_table_lock);
 	ctx->qp_table[qp->qpn & ((1u << ctx->info.qpn_bits) - 1)] = NULL;
 	pthread_mutex_unlock(&ctx->qp_table_lock);
+	chpp_qp_ex_free(qp);
 	chpp_wq_free(&qp->sq);
 	chpp_wq_free(&qp->rq);
 	pthread_spin_destroy(&qp->sq.lock);
 	pthread_spin_destroy(&qp->rq.lock);
 	free(qp);
+	return 0;
+}
+
+/*
+ * Shared receive queues (docs/shared-receive-queues.md): the ring and its
+ * consumer record in process memory, one block the kernel pins and maps.
+ */
+static struct ibv_srq *chpp_create_srq(struct ibv_pd *pd,
+				       struct ibv_srq_init_attr *attr)
+{
+	struct chpp_create_srq_req cmd = {};
+	struct chpp_create_srq_rsp resp = {};
+	struct chpp_srq *srq;
+	uint32_t wrs = attr->attr.max_wr ? attr->attr.max_wr : 1;
+	int err;
+
+	if (attr->attr.max_wr > CHPP_MAX_SRQ_WQES ||
+	    attr->attr.max_sge > CHPP_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	srq->uwq.n = 1u << chpp_log2_up(wrs);
+	srq->uwq.shift = chpp_wqe_shift(chpp_rq_wqe_bytes(attr->attr.max_sge));
+	srq->max_sge = ((1u << srq->uwq.shift) - CHPP_SEG) / CHPP_SEG;
+	if (srq->max_sge > CHPP_MAX_SGE)
+		srq->max_sge = CHPP_MAX_SGE;
+	srq->uwq.ring = chpp_ring_alloc(((size_t)srq->uwq.n <<
+					 srq->uwq.shift) +
+					sizeof(struct chpp_srq_record));
+	if (!srq->uwq.ring) {
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	cmd.drv.buf_addr = (uintptr_t)srq->uwq.ring;
+	cmd.drv.log_size = chpp_log2_up(srq->uwq.n);
+	cmd.drv.log_stride = srq->uwq.shift;
+	err = ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		pthread_spin_destroy(&srq->lock);
+		free(srq->uwq.ring);
+		free(srq);
+		errno = err;
+		return NULL;
+	}
+	srq->srqn = resp.drv.srqn;
+	attr->attr.max_wr = srq->uwq.n;
+	attr->attr.max_sge = srq->max_sge;
+	return &srq->ibv_srq;
+}
+
+static int chpp_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			   int attr_mask)
+{
+	struct ibv_modify_srq cmd = {};
+
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int chpp_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd = {};
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+static int chpp_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct chpp_srq *srq = to_csrq(ibsrq);
+	int err;
+
+	err = ibv_cmd_destroy_srq(ibsrq);
+	if (err)
+		return err;
+	pthread_spin_destroy(&srq->lock);
+	free(srq->uwq.ring);
+	free(srq);
 	return 0;
 }
 
@@ -474,20 +573,27 @@ static const struct verbs_context_ops chpp_ctx_ops = {
 	.alloc_pd = chpp_alloc_pd,
 	.create_ah = chpp_create_ah,
 	.create_cq = chpp_create_cq,
+	.create_cq_ex = chpp_create_cq_ex,
 	.create_qp = chpp_create_qp,
+	.create_srq = chpp_create_srq,
+	.create_qp_ex = chpp_create_qp_ex,
 	.dealloc_pd = chpp_dealloc_pd,
 	.dereg_mr = chpp_dereg_mr,
 	.destroy_ah = chpp_destroy_ah,
 	.destroy_cq = chpp_destroy_cq,
 	.destroy_qp = chpp_destroy_qp,
+	.destroy_srq = chpp_destroy_srq,
 	.free_context = chpp_free_context,
 	.modify_qp = chpp_modify_qp,
+	.modify_srq = chpp_modify_srq,
 	.poll_cq = chpp_poll_cq,
 	.post_recv = chpp_post_recv,
 	.post_send = chpp_post_send,
+	.post_srq_recv = chpp_post_srq_recv,
 	.query_device_ex = chpp_query_device_ex,
 	.query_port = chpp_query_port,
 	.query_qp = chpp_query_qp,
+	.query_srq = chpp_query_srq,
 	.reg_mr = chpp_reg_mr,
 	.req_notify_cq = chpp_req_notify_cq,
 };

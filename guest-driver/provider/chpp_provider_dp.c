@@ -72,8 +72,8 @@ static enum ibv_wc_opcode chpp_wc_opcode(uint8_t op)
 }
 
 /* Fill @wc from @e; false if the CQE is of a QP this context no longer has. */
-static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
-			   struct ibv_wc *wc)
+bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
+		    struct ibv_wc *wc)
 {
 	uint32_t mask = (1u << ctx->info.qpn_bits) - 1;
 	struct chpp_qp *qp = ctx->qp_table[e->qpn & mask];
@@ -91,9 +91,15 @@ static bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
 	 * Every earlier WQE of the queue is complete too: their slots are free
 	 * once wr_id is read (posting reads tail under the queue's lock).
 	 */
-	wq = e->flags & CHPP_CQE_FLAG_SEND ? &qp->sq : &qp->rq;
-	wc->wr_id = wq->wrid[e->wr_id & (wq->uwq.n - 1)];
-	__atomic_store_n(&wq->tail, (uint32_t)e->wr_id + 1, __ATOMIC_RELEASE);
+	if (!(e->flags & CHPP_CQE_FLAG_SEND) && qp->srq) {
+		/* An SRQ's WQE carries the caller's wr_id itself. */
+		wc->wr_id = e->wr_id;
+	} else {
+		wq = e->flags & CHPP_CQE_FLAG_SEND ? &qp->sq : &qp->rq;
+		wc->wr_id = wq->wrid[e->wr_id & (wq->uwq.n - 1)];
+		__atomic_store_n(&wq->tail, (uint32_t)e->wr_id + 1,
+				 __ATOMIC_RELEASE);
+	}
 	if (!(e->flags & CHPP_CQE_FLAG_SEND)) {
 		wc->src_qp = qp->type == CHPP_QPT_UD ?
 			     (uint32_t)CHPP_UD_MAGIC << ctx->info.qpn_bits |
@@ -144,7 +150,7 @@ int chpp_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-static uint8_t chpp_wqe_flags(struct chpp_qp *qp, unsigned int send_flags)
+uint8_t chpp_wqe_flags(struct chpp_qp *qp, unsigned int send_flags)
 {
 	uint8_t f = 0;
 
@@ -175,8 +181,8 @@ static int chpp_sges(const struct ibv_sge *in, int num, struct chpp_usge *out)
 }
 
 /* Write one WQE at the SQ head (lock held); the caller rings. */
-static int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
-		       const struct chpp_usend *w, uint64_t wr_id)
+int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
+		const struct chpp_usend *w, uint64_t wr_id)
 {
 	struct chpp_wq *sq = &qp->sq;
 
@@ -269,7 +275,7 @@ static uint64_t chpp_now_ns(void)
 	return t.tv_sec * 1000000000ull + t.tv_nsec;
 }
 
-static void chpp_db_flow(struct chpp_context *ctx)
+void chpp_db_flow(struct chpp_context *ctx)
 {
 	uint64_t deadline = 0;
 
@@ -350,7 +356,8 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&rq->lock);
 	start = rq->uwq.head;
-	if (ibqp->state == IBV_QPS_RESET) {
+	/* A QP on an SRQ has no RQ: its receives are posted to the SRQ. */
+	if (ibqp->state == IBV_QPS_RESET || qp->srq) {
 		err = -EINVAL;
 		*bad_wr = wr;
 		wr = NULL;
@@ -374,6 +381,45 @@ int chpp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (rq->uwq.head != start)
 		chpp_ring_rq(ctx->uar, qp->qpn, rq->uwq.head);
 	pthread_spin_unlock(&rq->lock);
+	return -err;
+}
+
+/*
+ * Receives into an SRQ: a slot may be written again once the device's
+ * consumer record frees it (docs/shared-receive-queues.md).
+ */
+int chpp_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr)
+{
+	struct chpp_context *ctx = to_cctx(ibsrq->context);
+	struct chpp_srq *srq = to_csrq(ibsrq);
+	struct chpp_usge sg[CHPP_MAX_SGE];
+	uint32_t start, free;
+	int err = 0;
+
+	pthread_spin_lock(&srq->lock);
+	start = srq->uwq.head;
+	free = chpp_srq_free(&srq->uwq);
+	for (; wr; wr = wr->next) {
+		if (((srq->uwq.head - free) & CHPP_UAR_DB_PI_MASK) >=
+		    srq->uwq.n)
+			err = -ENOMEM;
+		else if ((uint32_t)wr->num_sge > srq->max_sge)
+			err = -EINVAL;
+		else
+			err = chpp_sges(wr->sg_list, wr->num_sge, sg);
+		if (!err && chpp_write_recv_wqe(&srq->uwq, wr->wr_id, sg,
+						wr->num_sge))
+			err = -EINVAL;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		srq->uwq.head++;
+	}
+	if (srq->uwq.head != start)
+		chpp_ring_srq(ctx->uar, srq->srqn, srq->uwq.head);
+	pthread_spin_unlock(&srq->lock);
 	return -err;
 }
 

@@ -6,7 +6,9 @@
  * ring wrap with unsignaled WQEs; a completion channel; UD with a wrong
  * Q_Key dropped; the native operations of chppdv_post_send and the QP
  * magic of chppdv_query_qp; error completions (bad rkey, RNR retries
- * exceeded, flush after the error); as many QPs as the device has.
+ * exceeded, flush after the error); a shared receive queue feeding RC and
+ * UD QPs, its limit event and LAST_WQE_REACHED; as many QPs as the device
+ * has.
  * What rdma-core's tools (ibv_rc_pingpong, perftest) do not cover.
  *
  *   chpp-verbs-test [-d ibdev]
@@ -778,6 +780,175 @@ static void test_errors(void)
 }
 
 /* As many RC QPs as the device has, in pairs, all moving data at once. */
+/*
+ * The next async event of @type within 5 s (events of other types, left
+ * by earlier tests, are skipped).
+ */
+static struct ibv_async_event async_event(enum ibv_event_type type,
+					  const char *what)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		CHECK(poll(&pfd, 1, 5000) == 1, "%s: no %s event", what,
+		      ibv_event_type_str(type));
+		CHECK(!ibv_get_async_event(ctx, &ev),
+		      "%s: ibv_get_async_event", what);
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == type)
+			return ev;
+	}
+	fail(__LINE__, "%s: no %s event among 100", what,
+	     ibv_event_type_str(type));
+}
+
+static void post_srq(struct ibv_srq *srq, uint64_t wr_id, uint32_t off,
+		     uint32_t len)
+{
+	struct ibv_sge r = sge(off, len);
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &r, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CHECK(!ibv_post_srq_recv(srq, &wr, &bad), "posting SRQ receive %llu",
+	      (unsigned long long)wr_id);
+}
+
+/*
+ * A shared receive queue (ABI 1.5): two RC QPs connected to each other
+ * and a UD QP take their receives from it, in the order they were posted; its limit event; a QP
+ * entering ERR says LAST_WQE_REACHED; a full SRQ refuses more receives.
+ */
+static void test_srq(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_ah_attr aa = { .dlid = lid, .port_num = 1 };
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 8,
+						.max_send_sge = 1 } };
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	/* 0 <-> 1 RC, both on the SRQ; 2 -> 3 UD, 3 on the SRQ: 4 QPs, a VF's. */
+	static const uint32_t from[4] = { 0, 1, 2, 0 }, to[4] = { 1, 0, 3, 1 };
+	struct ibv_qp *qp[4];
+	struct ibv_async_event ev;
+	struct ibv_device_attr d;
+	struct ibv_srq_attr sat;
+	struct ibv_recv_wr rwr, *bad;
+	struct ibv_send_wr wr;
+	struct ibv_srq *srq;
+	struct ibv_sge s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t i, n;
+
+	CHECK(!ibv_query_device(ctx, &d), "query device");
+	CHECK(d.max_srq > 0 && d.max_srq_wr >= 1024 && d.max_srq_sge >= 1,
+	      "SRQ limits: srq %d wr %d sge %d", d.max_srq, d.max_srq_wr,
+	      d.max_srq_sge);
+	CHECK(cq && rcq, "create CQs");
+	srq = ibv_create_srq(pd, &sa);
+	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
+	CHECK(sa.attr.max_wr >= 8 && sa.attr.max_sge >= 1, "SRQ caps %u/%u",
+	      sa.attr.max_wr, sa.attr.max_sge);
+	qa.send_cq = cq;
+	qa.recv_cq = rcq;
+	for (i = 0; i < 4; i++) {
+		qa.qp_type = i < 2 ? IBV_QPT_RC : IBV_QPT_UD;
+		qa.srq = i == 2 ? NULL : srq;
+		qa.cap.max_recv_wr = qa.srq ? 0 : 4;
+		qa.cap.max_recv_sge = qa.srq ? 0 : 1;
+		qp[i] = ibv_create_qp(pd, &qa);
+		CHECK(qp[i], "create QP %u: %s", i, strerror(errno));
+	}
+	connect_rc(qp[0], qp[1]->qp_num, 7);
+	connect_rc(qp[1], qp[0]->qp_num, 7);
+	ready_ud(qp[2]);
+	ready_ud(qp[3]);
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah, "ibv_create_ah");
+	/* A QP on an SRQ has no receive queue of its own. */
+	s = sge(0x1000, 64);
+	rwr = (struct ibv_recv_wr) { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+	CHECK(ibv_post_recv(qp[1], &rwr, &bad), "post_recv on an SRQ's QP");
+
+	for (i = 0; i < 8; i++)
+		post_srq(srq, 500 + i, 0x40000 + i * 4096, 4096);
+	/* Full: the ninth is refused until a WQE is freed. */
+	rwr.wr_id = 508;
+	s = sge(0x40000, 4096);
+	CHECK(ibv_post_srq_recv(srq, &rwr, &bad) == ENOMEM, "SRQ overfilled");
+	for (i = 0; i < 4; i++) {
+		uint32_t len = 100 + 1000 * i;
+
+		pattern(0x1000 + i * 8192, len, 40 + i);
+		s = sge(0x1000 + i * 8192, len);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 60 + i;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		if (to[i] == 3) {
+			wr.wr.ud.ah = ah;
+			wr.wr.ud.remote_qpn = qp[3]->qp_num;
+			wr.wr.ud.remote_qkey = QKEY;
+		}
+		post_send(qp[from[i]], &wr);
+		expect(cq, 60 + i, IBV_WC_SUCCESS, IBV_WC_SEND, "SRQ: send");
+		wc = expect(rcq, 500 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
+			    "SRQ: receive");
+		n = to[i] == 3 ? CHPP_UD_GRH_SIZE : 0;
+		CHECK(wc.qp_num == qp[to[i]]->qp_num && wc.byte_len == len + n &&
+		      !memcmp(at(0x40000 + i * 4096 + n),
+			      at(0x1000 + i * 8192), len),
+		      "SRQ receive %u: qp %x (want %x) len %u", i, wc.qp_num,
+		      qp[to[i]]->qp_num, wc.byte_len);
+	}
+	/* Four WQEs were freed: four more fit, not five. */
+	for (i = 8; i < 12; i++)
+		post_srq(srq, 500 + i, 0x40000 + (i % 8) * 4096, 4096);
+	CHECK(ibv_post_srq_recv(srq, &rwr, &bad) == ENOMEM, "SRQ overfilled");
+
+	/* The limit: 8 left; armed at 7, the second receive fires it. */
+	sat.srq_limit = 7;
+	CHECK(!ibv_modify_srq(srq, &sat, IBV_SRQ_LIMIT), "arm the SRQ limit");
+	CHECK(!ibv_query_srq(srq, &sat) && sat.srq_limit == 7 &&
+	      sat.max_wr >= 8, "query SRQ: limit %u", sat.srq_limit);
+	for (i = 4; i < 6; i++) {
+		s = sge(0x1000, 64);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 60 + i;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		post_send(qp[1], &wr);
+		expect(cq, 60 + i, IBV_WC_SUCCESS, IBV_WC_SEND, "SRQ: send");
+		expect(rcq, 500 + i, IBV_WC_SUCCESS, IBV_WC_RECV,
+		       "SRQ: receive");
+	}
+	ev = async_event(IBV_EVENT_SRQ_LIMIT_REACHED, "SRQ limit");
+	CHECK(ev.element.srq == srq, "SRQ limit event: another SRQ");
+	CHECK(!ibv_query_srq(srq, &sat) && sat.srq_limit == 0,
+	      "SRQ limit still %u after the event", sat.srq_limit);
+
+	/* A QP on the SRQ to ERR: LAST_WQE_REACHED, no receive flushed. */
+	CHECK(!ibv_modify_qp(qp[3], &err, IBV_QP_STATE), "QP to ERR");
+	ev = async_event(IBV_EVENT_QP_LAST_WQE_REACHED, "last WQE");
+	CHECK(ev.element.qp == qp[3], "LAST_WQE_REACHED for another QP");
+	expect_none(rcq, 100, "SRQ receive flushed by a QP's error");
+
+	CHECK(!ibv_destroy_ah(ah), "destroy AH");
+	for (i = 0; i < 4; i++)
+		CHECK(!ibv_destroy_qp(qp[i]), "destroy QP %u", i);
+	CHECK(!ibv_destroy_srq(srq), "destroy SRQ");
+	CHECK(!ibv_destroy_cq(cq) && !ibv_destroy_cq(rcq), "destroy CQs");
+	printf("chpp-verbs: SRQ: RC and UD receives in posting order, full SRQ refused, limit event, LAST_WQE_REACHED\n");
+}
+
 static void test_many_qps(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 1024, NULL, NULL, 0);
@@ -1045,6 +1216,7 @@ int main(int argc, char **argv)
 	test_ud();
 	test_dv();
 	test_errors();
+	test_srq();
 	test_many_qps();
 out:
 	CHECK(!ibv_dereg_mr(mr), "dereg MR");

@@ -25,12 +25,19 @@
  *    device hold/put helpers do lock add/sub on 0x2a0.
  *  - _verbs_init_and_alloc_context(device, cmd_fd, size, offset, driver_id)
  *    callocs size bytes and initialises the verbs_context at that offset.
+ *  - verbs_set_ops does not hand our create_cq_ex to applications: it
+ *    installs libibverbs' wrapper, which refuses wc_flags beyond
+ *    IBV_CREATE_CQ_SUP_WC_FLAGS, calls ours and then verbs_init_cq(cq,
+ *    context, channel, cq_context), as ibv_create_cq does after create_cq.
+ *    ibv_qp_to_qp_ex reads struct verbs_qp's comp_mask (below).
  *  - The ibv_cmd_* request structs are the uverbs header followed by the
  *    kernel's core request (rdma/ib_user_verbs.h); the driver's udata
  *    follows them. ibv_cmd_create_cq passes 0x28/0x8 as core request and
  *    response sizes, ibv_cmd_create_qp 0x40/0x20, ibv_cmd_get_context
  *    0x10/0x8, ibv_cmd_reg_mr 0x30, ibv_cmd_alloc_pd 0x10,
- *    ibv_cmd_query_qp 0x18: the static_asserts below hold us to them.
+ *    ibv_cmd_query_qp 0x18, ibv_cmd_create_srq 0x28/0x10,
+ *    ibv_cmd_modify_srq and ibv_cmd_query_srq 0x18: the static_asserts
+ *    below hold us to them.
  */
 #ifndef CHPP_IBVERBS_PRIVATE_H
 #define CHPP_IBVERBS_PRIVATE_H
@@ -127,6 +134,30 @@ struct verbs_mr {
 };
 
 /*
+ * A QP as libibverbs sees it. ibv_qp_to_qp_ex() is "testb $0x2,0x160(%rdi)":
+ * it returns the QP itself as an ibv_qp_ex when comp_mask, right after the
+ * 0x160-byte struct ibv_qp_ex, has VERBS_QP_EX, else NULL. A provider's QP
+ * therefore starts with this, whether it is extended or not.
+ */
+enum {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	void *xrcd;		/* struct verbs_xrcd *: no XRC here */
+};
+
+static_assert(sizeof(struct ibv_qp_ex) == 0x160, "ibv_qp_ex layout");
+static_assert(offsetof(struct verbs_qp, comp_mask) == 0x160,
+	      "verbs_qp.comp_mask");
+
+/*
  * Every operation a provider may implement, in the order of the binary
  * (alphabetical). Unset entries keep libibverbs' defaults (EOPNOTSUPP).
  * Operations we do not implement are reduced to void pointers.
@@ -152,14 +183,17 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	void *create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *attr);
 	void *create_flow;
 	void *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	void *create_qp_ex;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *attr);
 	void *create_rwq_ind_table;
-	void *create_srq;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *srq_init_attr);
 	void *create_srq_ex;
 	void *create_wq;
 	void *dealloc_mw;
@@ -173,7 +207,7 @@ struct verbs_context_ops {
 	void *destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
 	void *destroy_rwq_ind_table;
-	void *destroy_srq;
+	int (*destroy_srq)(struct ibv_srq *srq);
 	void *destroy_wq;
 	void *detach_mcast;
 	void (*free_context)(struct ibv_context *context);
@@ -187,7 +221,8 @@ struct verbs_context_ops {
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
 	void *modify_qp_rate_limit;
-	void *modify_srq;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+			  int srq_attr_mask);
 	void *modify_wq;
 	void *open_qp;
 	void *open_xrcd;
@@ -197,7 +232,8 @@ struct verbs_context_ops {
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
 	void *post_srq_ops;
-	void *post_srq_recv;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -209,7 +245,7 @@ struct verbs_context_ops {
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	void *query_qp_data_in_order;
 	void *query_rt_values;
-	void *query_srq;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
 	void *read_counters;
 	void *reg_dm_mr;
 	void *reg_dmabuf_mr;
@@ -249,6 +285,9 @@ CHPP_IBV_CMD(ibv_create_cq, ib_uverbs_create_cq);
 CHPP_IBV_CMD(ibv_create_qp, ib_uverbs_create_qp);
 CHPP_IBV_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 CHPP_IBV_CMD(ibv_query_qp, ib_uverbs_query_qp);
+CHPP_IBV_CMD(ibv_create_srq, ib_uverbs_create_srq);
+CHPP_IBV_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
+CHPP_IBV_CMD(ibv_query_srq, ib_uverbs_query_srq);
 
 static_assert(sizeof(struct ibv_get_context) == 0x10, "get_context cmd");
 static_assert(sizeof(struct ibv_alloc_pd) == 0x10, "alloc_pd cmd");
@@ -259,6 +298,10 @@ static_assert(sizeof(struct ibv_query_qp) == 0x18, "query_qp cmd");
 static_assert(sizeof(struct ib_uverbs_create_cq_resp) == 0x8, "cq resp");
 static_assert(sizeof(struct ib_uverbs_create_qp_resp) == 0x20, "qp resp");
 static_assert(sizeof(struct ib_uverbs_get_context_resp) == 0x8, "ctx resp");
+static_assert(sizeof(struct ibv_create_srq) == 0x28, "create_srq cmd");
+static_assert(sizeof(struct ibv_modify_srq) == 0x18, "modify_srq cmd");
+static_assert(sizeof(struct ibv_query_srq) == 0x18, "query_srq cmd");
+static_assert(sizeof(struct ib_uverbs_create_srq_resp) == 0x10, "srq resp");
 
 /* Functions of libibverbs.so.1, version IBVERBS_PRIVATE_34. */
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
@@ -308,5 +351,16 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd,
 		      size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
 
 #endif /* CHPP_IBVERBS_PRIVATE_H */

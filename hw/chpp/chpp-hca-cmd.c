@@ -85,6 +85,9 @@ static uint8_t chpp_cmd_query_dev_cap(ChppHcaState *s, uint64_t out_mailbox)
         .page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(CHPP_MIN_PAGE_SHIFT,
                                                      CHPP_MAX_PAGE_SHIFT -
                                                      CHPP_MIN_PAGE_SHIFT + 1)),
+        .max_srqs = cpu_to_le32(p->num_srqs),
+        .max_srq_wqes = cpu_to_le32(p->num_srqs ? CHPP_MAX_SRQ_WQES : 0),
+        .max_srq_sge = cpu_to_le32(p->num_srqs ? CHPP_MAX_SGE : 0),
     };
     uint8_t status = CHPP_STAT_OK;
 
@@ -115,6 +118,7 @@ void chpp_hca_reset_state(ChppHcaState *s)
 {
     chpp_engine_reset(s);
     chpp_qp_reset(s);
+    chpp_srq_reset(s);
     chpp_cq_reset(s);
     chpp_mr_reset(s);
     chpp_eq_reset(s);
@@ -206,6 +210,14 @@ static uint8_t chpp_cmd_dispatch(ChppHcaState *s, uint16_t opcode,
                                  "in_modifier 0x%x is reserved", in_mod);
         }
         return chpp_cmd_query_db_lost(s, *out_param);
+    case CHPP_CMD_SW2HW_SRQ:
+        return chpp_cmd_sw2hw_srq(s, in_mod, in_param);
+    case CHPP_CMD_HW2SW_SRQ:
+        return chpp_cmd_hw2sw_srq(s, in_mod);
+    case CHPP_CMD_QUERY_SRQ:
+        return chpp_cmd_query_srq(s, in_mod, *out_param);
+    case CHPP_CMD_ARM_SRQ:
+        return chpp_cmd_arm_srq(s, in_mod, in_param);
     case CHPP_CMD_RST2INIT_QP:
     case CHPP_CMD_INIT2RTR_QP:
     case CHPP_CMD_RTR2RTS_QP:

@@ -198,6 +198,33 @@ static void chpp_state_mrs(ChppHcaState *s, StateVisit *sv)
     sv_end_list(sv);
 }
 
+static void chpp_state_srqs(ChppHcaState *s, StateVisit *sv)
+{
+    unsigned i;
+
+    sv_list(sv, "srqs");
+    for (i = 0; i < s->params.num_srqs; i++) {
+        ChppSrq *srq = &s->srqs[i];
+
+        if (srq->state == CHPP_RES_SW) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "srqn", i);
+        sv_u64(sv, "wqes", 1u << srq->log_size);
+        sv_u64(sv, "pd", srq->pd);
+        sv_u64(sv, "uar", srq->uar);
+        sv_u64(sv, "pi", srq->pi);
+        sv_u64(sv, "ci", srq->ci);
+        sv_u64(sv, "free", srq->free);
+        sv_u64(sv, "limit", srq->limit);
+        sv_bool(sv, "error", srq->state == CHPP_RES_ERROR);
+        sv_u64(sv, "qps", srq->refs);
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
 static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
 {
     unsigned i;
@@ -228,6 +255,9 @@ static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
         sv_u64(sv, "sq-comp", qp->eng.sq_comp);
         sv_u64(sv, "rq-pi", qp->rq_pi);
         sv_u64(sv, "rq-ci", qp->rq_ci);
+        if (qp->flags & CHPP_QP_FLAG_SRQ) {
+            sv_u64(sv, "srq", qp->srqn);
+        }
         sv_u64(sv, "inflight", qp->eng.infl_count);
         sv_u64(sv, "rd-atomic", qp->eng.rd_atomic);
         sv_u64(sv, "retry-left", qp->eng.retry_left);
@@ -314,6 +344,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     chpp_state_eqs(s, &sv);
     chpp_state_cqs(s, &sv);
     chpp_state_mrs(s, &sv);
+    chpp_state_srqs(s, &sv);
     chpp_state_qps(s, &sv);
     sv_end(&sv);
 }

@@ -82,6 +82,11 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
         trace_chpp_hca_sq_doorbell(s->func, qpn, pi);
         qp->sq_pi = pi;
     } else {
+        if (qp->flags & CHPP_QP_FLAG_SRQ) {
+            chpp_uar_doorbell_error(s, uar, offset, val, "QP takes its "
+                                    "receive WQEs from an SRQ");
+            return;
+        }
         if (!chpp_pi_ok(qp->rq_pi, pi, qp->rq_ci, 1u << qp->log_rq_size)) {
             chpp_uar_doorbell_error(s, uar, offset, val, "RQ producer index "
                                     "moves back or overfills the queue");
@@ -132,6 +137,17 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
             return;
         }
         chpp_qp_doorbell(s, uar, offset, val);
+        return;
+    case CHPP_UAR_SRQ_DB:
+        if (size != 4) {
+            chpp_uar_doorbell_error(s, uar, offset, val,
+                                    "SRQ doorbells take 32-bit writes");
+            return;
+        }
+        why = chpp_srq_doorbell(s, uar, val);
+        if (why) {
+            chpp_uar_doorbell_error(s, uar, offset, val, why);
+        }
         return;
     case CHPP_UAR_CQ_DB:
         if (size != 8) {

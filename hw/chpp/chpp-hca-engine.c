@@ -343,6 +343,10 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
         chpp_qp_timer_stop(s, qp);
         chpp_req_flush(s, qp);
         chpp_resp_flush(s, qp);
+        /* An SRQ's QP has used its last WQE (the one it had is flushed). */
+        if ((qp->flags & CHPP_QP_FLAG_SRQ) && old_state != CHPP_QPS_ERR) {
+            chpp_qp_async_event(s, qp, CHPP_EVENT_LAST_WQE_REACHED);
+        }
         break;
     default:
         break;

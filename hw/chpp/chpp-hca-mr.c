@@ -452,6 +452,14 @@ bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
                  uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
                  DMADirection dir, uint8_t *verr)
 {
+    return chpp_sge_rw_pd(s, qp->pd, sge, num_sge, offset, buf, len, dir,
+                          verr);
+}
+
+bool chpp_sge_rw_pd(ChppHcaState *s, uint32_t pd, const ChppSge *sge,
+                    uint32_t num_sge, uint32_t offset, void *buf,
+                    uint32_t len, DMADirection dir, uint8_t *verr)
+{
     uint32_t need = dir == DMA_DIRECTION_FROM_DEVICE ? CHPP_MPT_LOCAL_WRITE : 0;
     uint8_t *p = buf;
     uint32_t i;
@@ -465,7 +473,7 @@ bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
             continue;
         }
         chunk = MIN(sge[i].length - offset, len);
-        mr = chpp_mr_lookup(s, sge[i].lkey, qp->pd, sge[i].addr + offset,
+        mr = chpp_mr_lookup(s, sge[i].lkey, pd, sge[i].addr + offset,
                             chunk, need, verr);
         if (!mr) {
             return false;

@@ -139,6 +139,8 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
                             errp) &&
            chpp_check_range("num-mtts", p->num_mtts, 1, CHPP_MAX_MTTS,
                             errp) &&
+           chpp_check_range("num-srqs", p->num_srqs, 0, CHPP_MAX_SRQS,
+                            errp) &&
            chpp_check_range("cmd-latency-ns", p->cmd_latency_ns, 0,
                             CHPP_MAX_CMD_LATENCY_NS, errp) &&
            chpp_check_range("engine-delay-ns", p->engine_delay_ns, 0,
@@ -246,6 +248,7 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     s->mtt = g_new0(uint64_t, s->params.num_mtts);
     s->cqs = g_new0(ChppCq, s->params.num_cqs);
     s->qps = g_new0(ChppQp, s->params.num_qps);
+    s->srqs = g_new0(ChppSrq, s->params.num_srqs);
     chpp_cmd_init(s);
     chpp_engine_init(s);
     chpp_link_realize(s, errp);
@@ -291,6 +294,7 @@ static void chpp_hca_finalize(Object *obj)
     if (s->cmd_bh) {
         chpp_cmd_fini(s);
     }
+    g_free(s->srqs);
     g_free(s->qps);
     g_free(s->cqs);
     g_free(s->mtt);
@@ -342,6 +346,8 @@ static Property chpp_hca_props[] = {
                        CHPP_DEFAULT_UAR_PAGES),
     DEFINE_PROP_UINT32("num-mtts", ChppHcaState, params.num_mtts,
                        CHPP_DEFAULT_MTTS),
+    DEFINE_PROP_UINT32("num-srqs", ChppHcaState, params.num_srqs,
+                       CHPP_DEFAULT_SRQS),
     DEFINE_PROP_UINT64("cmd-latency-ns", ChppHcaState, params.cmd_latency_ns,
                        0),
     DEFINE_PROP_UINT64("engine-delay-ns", ChppHcaState,
@@ -437,6 +443,8 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
                        CHPP_MAX_UAR_PAGES);
     chpp_hca_prop_desc(oc, "num-mtts", "MTT entries, one per registered page "
                        "(1..%u)", CHPP_MAX_MTTS);
+    chpp_hca_prop_desc(oc, "num-srqs", "shared receive queues (0..%u, 0 = "
+                       "none)", CHPP_MAX_SRQS);
     chpp_hca_prop_desc(oc, "cmd-latency-ns", "virtual time each HCR command "
                        "takes, 0 = next main loop iteration (max %u s)",
                        max_latency_s);

@@ -35,6 +35,9 @@ QEMU_BUILD_BUG_ON(1u << CHPP_QP_MAX_LOG_WQES != CHPP_MAX_QP_WQES);
     (CHPP_ACCESS_LOCAL_WRITE | CHPP_ACCESS_REMOTE_WRITE | \
      CHPP_ACCESS_REMOTE_READ | CHPP_ACCESS_REMOTE_ATOMIC)
 
+/* Creation flags RST2INIT accepts. */
+#define CHPP_QP_FLAGS_ALL       (CHPP_QP_FLAG_SQ_SIG_ALL | CHPP_QP_FLAG_SRQ)
+
 /* Attributes the device never supports, whatever the transition. */
 #define CHPP_QP_ATTR_UNSUPPORTED (CHPP_QP_ATTR_ALT_PATH | CHPP_QP_ATTR_CAP)
 
@@ -347,6 +350,9 @@ static uint8_t chpp_qp_check_create(ChppHcaState *s, uint32_t qpn,
         .mtt_base = le32_to_cpu(ctx->rq_mtt_base),
         .log_page_size = ctx->rq_log_page_size,
     };
+    bool srq = ctx->flags & CHPP_QP_FLAG_SRQ;
+    uint8_t rq_log_size = ctx->log_rq_size;
+    uint8_t rq_log_stride = ctx->log_rq_stride;
     uint64_t sq_bytes, rq_bytes;
 
     /* The type was checked first: the attribute masks depend on it. */
@@ -364,33 +370,38 @@ static uint8_t chpp_qp_check_create(ChppHcaState *s, uint32_t qpn,
                              "QP %u: receive CQ %u not in hardware ownership",
                              qpn, recv_cqn);
     }
+    /* With an SRQ the RQ fields are ignored: the QP has no RQ. */
+    if (srq) {
+        rq_log_size = 0;
+        rq_log_stride = CHPP_MIN_WQE_SHIFT;
+    }
     if (ctx->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
-        ctx->log_rq_size > CHPP_QP_MAX_LOG_WQES) {
+        rq_log_size > CHPP_QP_MAX_LOG_WQES) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_SIZE,
                              "QP %u: log SQ size %u, log RQ size %u "
                              "(max %u)", qpn, ctx->log_sq_size,
-                             ctx->log_rq_size, CHPP_QP_MAX_LOG_WQES);
+                             rq_log_size, CHPP_QP_MAX_LOG_WQES);
     }
     if (ctx->log_sq_stride < CHPP_MIN_WQE_SHIFT ||
         ctx->log_sq_stride > CHPP_MAX_WQE_SHIFT ||
-        ctx->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
-        ctx->log_rq_stride > CHPP_MAX_WQE_SHIFT) {
+        rq_log_stride < CHPP_MIN_WQE_SHIFT ||
+        rq_log_stride > CHPP_MAX_WQE_SHIFT) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_SIZE,
                              "QP %u: log SQ stride %u, log RQ stride %u "
                              "(%u..%u)", qpn, ctx->log_sq_stride,
-                             ctx->log_rq_stride, CHPP_MIN_WQE_SHIFT,
+                             rq_log_stride, CHPP_MIN_WQE_SHIFT,
                              CHPP_MAX_WQE_SHIFT);
     }
     sq_bytes = chpp_qp_wq_bytes(ctx->log_sq_size, ctx->log_sq_stride);
-    rq_bytes = chpp_qp_wq_bytes(ctx->log_rq_size, ctx->log_rq_stride);
+    rq_bytes = chpp_qp_wq_bytes(rq_log_size, rq_log_stride);
     if (!chpp_qp_ring_in_mtt(s, &sq, sq_bytes) ||
         !chpp_ring_check(s, &sq, sq_bytes)) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
                              "QP %u: SQ ring (MTT %u, log page %u) not "
                              "mapped", qpn, sq.mtt_base, sq.log_page_size);
     }
-    if (!chpp_qp_ring_in_mtt(s, &rq, rq_bytes) ||
-        !chpp_ring_check(s, &rq, rq_bytes)) {
+    if (!srq && (!chpp_qp_ring_in_mtt(s, &rq, rq_bytes) ||
+                 !chpp_ring_check(s, &rq, rq_bytes))) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
                              "QP %u: RQ ring (MTT %u, log page %u) not "
                              "mapped", qpn, rq.mtt_base, rq.log_page_size);
@@ -400,9 +411,18 @@ static uint8_t chpp_qp_check_create(ChppHcaState *s, uint32_t qpn,
                              "QP %u: UAR page %u of %u", qpn, uar,
                              s->params.uar_pages);
     }
-    if (ctx->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
+    if (ctx->flags & ~CHPP_QP_FLAGS_ALL) {
         return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM,
                              "QP %u: unknown flags 0x%x", qpn, ctx->flags);
+    }
+    if (srq) {
+        ChppSrq *q = chpp_srq_get(s, le32_to_cpu(ctx->srqn));
+
+        if (!q || q->state != CHPP_RES_HW) {
+            return chpp_cmd_fail(s, CHPP_STAT_BAD_RESOURCE,
+                                 "QP %u: SRQ %u not in hardware ownership",
+                                 qpn, le32_to_cpu(ctx->srqn));
+        }
     }
     return CHPP_STAT_OK;
 }
@@ -425,6 +445,14 @@ static void chpp_qp_apply_create(ChppHcaState *s, ChppQp *qp,
     qp->uar = le16_to_cpu(ctx->uar);
     qp->magic = ctx->magic;
     qp->flags = ctx->flags;
+    if (qp->flags & CHPP_QP_FLAG_SRQ) {
+        /* No RQ: its fields are ignored and read 0. */
+        qp->rq = (ChppRing) {};
+        qp->log_rq_size = 0;
+        qp->log_rq_stride = 0;
+        qp->srqn = le32_to_cpu(ctx->srqn);
+        s->srqs[qp->srqn].refs++;
+    }
     /* UD has no path: its messages are limited by the port MTU. */
     if (qp->type == CHPP_QPT_UD) {
         qp->path_mtu = CHPP_MTU_4096;
@@ -452,6 +480,16 @@ static void chpp_qp_to_reset(ChppHcaState *s, ChppQp *qp)
     chpp_upcalls.qp_transition(s, qp, old);
     chpp_qp_unref_cq(s, qp->send_cqn);
     chpp_qp_unref_cq(s, qp->recv_cqn);
+    if (qp->flags & CHPP_QP_FLAG_SRQ) {
+        ChppSrq *srq = chpp_srq_get(s, qp->srqn);
+
+        /* A WQE it was filling is abandoned: the record frees it. */
+        qp->flags = 0;
+        if (srq) {
+            srq->refs--;
+            chpp_srq_update(s, srq);
+        }
+    }
     memset(qp, 0, sizeof(*qp));
 }
 
@@ -607,6 +645,7 @@ uint8_t chpp_cmd_query_qp(ChppHcaState *s, uint32_t qpn, uint64_t mailbox)
     ctx.sq_inflight = cpu_to_le32(qp->eng.infl_count);
     ctx.sq_draining = qp->state == CHPP_QPS_SQD && qp->eng.infl_count != 0;
     ctx.en_sqd_async_notify = qp->eng.sqd_notify;
+    ctx.srqn = cpu_to_le32(qp->srqn);
     chpp_mailbox_write(s, mailbox, &ctx, sizeof(ctx), &status);
     return status;
 }
@@ -700,6 +739,9 @@ void chpp_qp_reset(ChppHcaState *s)
 /* A loaded QP out of RESET: what the modify commands could have made. */
 static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
 {
+    bool srq = qp->flags & CHPP_QP_FLAG_SRQ;
+    uint64_t sq_bytes, rq_bytes;
+
     if (qp->state > CHPP_QPS_ERR || qp->type >= CHPP_QP_NUM_TYPES ||
         (qp->state == CHPP_QPS_SQE && qp->type == CHPP_QPT_RC)) {
         return chpp_refuse(s, "QP %u: state %u type %u", qpn, qp->state,
@@ -718,24 +760,45 @@ static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
                            "hardware ownership", qpn, qp->send_cqn,
                            qp->recv_cqn);
     }
-    if (qp->flags & ~CHPP_QP_FLAG_SQ_SIG_ALL) {
+    if (qp->flags & ~CHPP_QP_FLAGS_ALL) {
         return chpp_refuse(s, "QP %u: flags 0x%x", qpn, qp->flags);
+    }
+    if (qp->flags & CHPP_QP_FLAG_SRQ) {
+        if (!chpp_srq_get(s, qp->srqn)) {
+            return chpp_refuse(s, "QP %u: srqn %u not an SRQ in hardware "
+                               "ownership", qpn, qp->srqn);
+        }
+        if (qp->rq.mtt_base || qp->rq.log_page_size || qp->log_rq_size ||
+            qp->log_rq_stride || qp->rq_pi || qp->rq_ci) {
+            return chpp_refuse(s, "QP %u: an RQ (mtt_base %u, log_rq_size "
+                               "%u, rq_pi 0x%x, rq_ci 0x%x) with an SRQ", qpn,
+                               qp->rq.mtt_base, qp->log_rq_size, qp->rq_pi,
+                               qp->rq_ci);
+        }
+        if (qp->eng.recv_active &&
+            !chpp_srq_in_use(&s->srqs[qp->srqn], qp->eng.recv_wqe_idx)) {
+            return chpp_refuse(s, "QP %u: eng.recv_wqe_idx 0x%x not a WQE "
+                               "SRQ %u handed out", qpn,
+                               qp->eng.recv_wqe_idx, qp->srqn);
+        }
+    } else if (qp->srqn) {
+        return chpp_refuse(s, "QP %u: srqn %u without an SRQ", qpn, qp->srqn);
     }
     if (qp->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
         qp->log_rq_size > CHPP_QP_MAX_LOG_WQES ||
         qp->log_sq_stride < CHPP_MIN_WQE_SHIFT ||
         qp->log_sq_stride > CHPP_MAX_WQE_SHIFT ||
-        qp->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
-        qp->log_rq_stride > CHPP_MAX_WQE_SHIFT) {
+        (!srq && (qp->log_rq_stride < CHPP_MIN_WQE_SHIFT ||
+                  qp->log_rq_stride > CHPP_MAX_WQE_SHIFT))) {
         return chpp_refuse(s, "QP %u: log_sq_size %u log_sq_stride %u "
                            "log_rq_size %u log_rq_stride %u", qpn,
                            qp->log_sq_size, qp->log_sq_stride,
                            qp->log_rq_size, qp->log_rq_stride);
     }
-    if (!chpp_qp_ring_in_mtt(s, &qp->sq, chpp_qp_wq_bytes(qp->log_sq_size,
-                                                          qp->log_sq_stride)) ||
-        !chpp_qp_ring_in_mtt(s, &qp->rq, chpp_qp_wq_bytes(qp->log_rq_size,
-                                                          qp->log_rq_stride))) {
+    sq_bytes = chpp_qp_wq_bytes(qp->log_sq_size, qp->log_sq_stride);
+    rq_bytes = chpp_qp_wq_bytes(qp->log_rq_size, qp->log_rq_stride);
+    if (!chpp_qp_ring_in_mtt(s, &qp->sq, sq_bytes) ||
+        (!srq && !chpp_qp_ring_in_mtt(s, &qp->rq, rq_bytes))) {
         return chpp_refuse(s, "QP %u: sq or rq ring (mtt_base, "
                            "log_page_size) beyond num_mtts %u", qpn,
                            s->params.num_mtts);
@@ -889,6 +952,9 @@ int chpp_qp_post_load(ChppHcaState *s)
         }
         s->cqs[qp->send_cqn].refs++;
         s->cqs[qp->recv_cqn].refs++;
+        if (qp->flags & CHPP_QP_FLAG_SRQ) {
+            s->srqs[qp->srqn].refs++;
+        }
     }
     return 0;
 }

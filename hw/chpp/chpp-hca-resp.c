@@ -63,33 +63,123 @@ bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
     uint64_t off = (uint64_t)(idx & ((1u << qp->log_rq_size) - 1))
                    << qp->log_rq_stride;
     uint8_t buf[1 << CHPP_MAX_WQE_SHIFT];
-    uint64_t cap = 0;
-    uint32_t i, n;
 
     *wr_id = 0;
     if (!chpp_ring_rw(s, &qp->rq, off, buf, stride,
                       DMA_DIRECTION_TO_DEVICE)) {
         return false;
     }
-    *wr_id = ldq_le_p(buf);
-    n = ldl_le_p(buf + 8);
-    if (n > CHPP_MAX_SGE ||
-        sizeof(struct chpp_rwqe_hdr) + n * sizeof(struct chpp_wqe_sge) >
-        stride) {
-        return false;
-    }
-    for (i = 0; i < n; i++) {
-        const uint8_t *p = buf + sizeof(struct chpp_rwqe_hdr) +
-                           i * sizeof(struct chpp_wqe_sge);
+    return chpp_rwqe_parse(buf, stride, wr_id, sge, num_sge, capacity);
+}
 
-        sge[i].length = ldl_le_p(p);
-        sge[i].lkey = ldl_le_p(p + 4);
-        sge[i].addr = ldq_le_p(p + 8);
-        cap += sge[i].length;
+/*
+ * Where @qp's receive WQEs come from: its RQ, or (CHPP_QP_FLAG_SRQ) the
+ * SRQ it is attached to, which exists while the QP is out of RESET
+ * (HW2SW_SRQ is refused while QPs are attached).
+ */
+static ChppSrq *chpp_qp_srq(ChppHcaState *s, ChppQp *qp)
+{
+    return (qp->flags & CHPP_QP_FLAG_SRQ) ? chpp_srq_get(s, qp->srqn) : NULL;
+}
+
+static bool chpp_recv_empty(ChppHcaState *s, ChppQp *qp)
+{
+    ChppSrq *srq = chpp_qp_srq(s, qp);
+
+    return srq ? chpp_srq_empty(srq) : qp->rq_ci == qp->rq_pi;
+}
+
+/* Take @qp's next receive WQE: 0, -EAGAIN (none), -EIO (SRQ in error). */
+static int chpp_recv_take(ChppHcaState *s, ChppQp *qp, uint32_t *idx)
+{
+    ChppSrq *srq = chpp_qp_srq(s, qp);
+
+    if (srq) {
+        if (srq->state == CHPP_RES_ERROR) {
+            return -EIO;
+        }
+        return chpp_srq_take(s, srq, idx) ? 0 : -EAGAIN;
     }
-    *num_sge = n;
-    *capacity = MIN(cap, UINT32_MAX);
-    return true;
+    if (qp->rq_ci == qp->rq_pi) {
+        return -EAGAIN;
+    }
+    *idx = qp->rq_ci;
+    qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+    return 0;
+}
+
+/*
+ * Read receive WQE @idx of @qp: 0, -EINVAL (a bad WQE; for an RQ also one
+ * that cannot be read), -EIO (the SRQ's ring cannot be read: the SRQ is in
+ * error).
+ */
+static int chpp_recv_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
+                           uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
+                           uint32_t *capacity)
+{
+    ChppSrq *srq = chpp_qp_srq(s, qp);
+
+    if (srq) {
+        return chpp_srq_wqe_fetch(s, srq, idx, wr_id, sge, num_sge,
+                                  capacity);
+    }
+    return chpp_rwqe_fetch(s, qp, idx, wr_id, sge, num_sge, capacity) ?
+           0 : -EINVAL;
+}
+
+/* The PD the receive WQEs' lkeys belong to: the SRQ's, or the QP's. */
+static uint32_t chpp_recv_pd(ChppHcaState *s, ChppQp *qp)
+{
+    ChppSrq *srq = chpp_qp_srq(s, qp);
+
+    return srq ? srq->pd : qp->pd;
+}
+
+/*
+ * The SRQ @srqn is in error: every QP attached to it that can still
+ * receive goes to ERR (flushing the WQE it had taken, LAST_WQE_REACHED).
+ */
+static void chpp_resp_srq_broken(ChppHcaState *s, uint32_t srqn)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->params.num_qps; i++) {
+        ChppQp *qp = &s->qps[i];
+
+        if (qp->state != CHPP_QPS_RESET && qp->state != CHPP_QPS_ERR &&
+            (qp->flags & CHPP_QP_FLAG_SRQ) && qp->srqn == srqn) {
+            chpp_qp_set_error(s, qp, CHPP_QPS_ERR);
+        }
+    }
+}
+
+/*
+ * A message for @qp found its SRQ in error, or broke it: RC NAKs it (the
+ * sender completes with REM_OP_ERR); the QPs of the SRQ go to ERR.
+ */
+static void chpp_resp_srq_lost(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    chpp_guest_note(s, "QP %u: request PSN %u from %u/%u refused: SRQ %u is "
+                    "in error", chpp_qpn(s, qp), pkt->psn, pkt->src_node,
+                    pkt->src_qpn, qp->srqn);
+    qp->eng.recv_active = false;
+    if (qp->type == CHPP_QPT_RC) {
+        chpp_resp_nak(s, qp, pkt, CHPP_NAK_REM_OP);
+    }
+    chpp_resp_srq_broken(s, qp->srqn);
+}
+
+/*
+ * @qp took a receive WQE or let one go: an SRQ's consumer record says so;
+ * a record that cannot be written breaks the SRQ.
+ */
+static void chpp_recv_done(ChppHcaState *s, ChppQp *qp)
+{
+    ChppSrq *srq = chpp_qp_srq(s, qp);
+
+    if (srq && !chpp_srq_update(s, srq)) {
+        chpp_resp_srq_broken(s, qp->srqn);
+    }
 }
 
 static void chpp_recv_cqe(ChppHcaState *s, ChppQp *qp, uint64_t wr_id,
@@ -141,11 +231,6 @@ static void chpp_resp_fail(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt,
     chpp_qp_fail(s, qp, CHPP_QPS_ERR, event);
 }
 
-static bool chpp_rq_empty(ChppQp *qp)
-{
-    return qp->rq_ci == qp->rq_pi;
-}
-
 static void chpp_resp_rnr(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
     trace_chpp_hca_resp_rnr(s->func, chpp_qpn(s, qp), pkt->psn);
@@ -156,37 +241,23 @@ static void chpp_resp_rnr(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     }
 }
 
-/* SEND, SEND_IMM and NAP: consume a receive WQE, scatter the payload. */
-static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+/* Place a packet of the message in receive WQE eng->recv_wqe_idx. */
+static bool chpp_resp_send_place(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
     ChppQpEngine *eng = &qp->eng;
     ChppSge sge[CHPP_MAX_SGE];
     uint32_t num_sge, cap;
     uint64_t wr_id;
     uint8_t verr = 0;
+    int ret;
 
-    if (pkt->flags & CHPP_WIRE_F_FIRST) {
-        if (eng->recv_active) {
-            chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ,
-                           CHPP_EVENT_WQ_INVAL_REQ, false, 0, 0,
-                           CHPP_VERR_REMOTE_INVALID);
-            return false;
-        }
-        if (chpp_rq_empty(qp)) {
-            chpp_resp_rnr(s, qp, pkt);
-            return false;
-        }
-        eng->recv_active = true;
-        eng->recv_wqe_idx = qp->rq_ci;
-        eng->recv_len = 0;
-        qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
-    } else if (!eng->recv_active || pkt->offset != eng->recv_len) {
-        chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, CHPP_EVENT_WQ_INVAL_REQ,
-                       false, 0, 0, CHPP_VERR_REMOTE_INVALID);
+    ret = chpp_recv_fetch(s, qp, eng->recv_wqe_idx, &wr_id, sge, &num_sge,
+                          &cap);
+    if (ret == -EIO) {
+        chpp_resp_srq_lost(s, qp, pkt);
         return false;
     }
-    if (!chpp_rwqe_fetch(s, qp, eng->recv_wqe_idx, &wr_id, sge, &num_sge,
-                         &cap)) {
+    if (ret) {
         chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP, CHPP_EVENT_WQ_CATAS_ERROR,
                        true, wr_id, CHPP_WC_LOC_QP_OP_ERR,
                        CHPP_VERR_BAD_SGE_COUNT);
@@ -197,9 +268,9 @@ static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
                        CHPP_WC_LOC_LEN_ERR, CHPP_VERR_RECV_TOO_SMALL);
         return false;
     }
-    if (pkt->len && !chpp_sge_rw(s, qp, sge, num_sge, pkt->offset,
-                                 pkt->payload, pkt->len,
-                                 DMA_DIRECTION_FROM_DEVICE, &verr)) {
+    if (pkt->len && !chpp_sge_rw_pd(s, chpp_recv_pd(s, qp), sge, num_sge,
+                                    pkt->offset, pkt->payload, pkt->len,
+                                    DMA_DIRECTION_FROM_DEVICE, &verr)) {
         chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_OP,
                        CHPP_EVENT_WQ_ACCESS_ERROR, true, wr_id,
                        CHPP_WC_LOC_PROT_ERR, verr);
@@ -214,6 +285,47 @@ static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     return true;
 }
 
+/* SEND, SEND_IMM and NAP: consume a receive WQE, scatter the payload. */
+static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    ChppQpEngine *eng = &qp->eng;
+    bool first = pkt->flags & CHPP_WIRE_F_FIRST;
+    uint32_t idx = 0;
+    bool ok;
+    int ret;
+
+    if (first) {
+        if (eng->recv_active) {
+            chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ,
+                           CHPP_EVENT_WQ_INVAL_REQ, false, 0, 0,
+                           CHPP_VERR_REMOTE_INVALID);
+            return false;
+        }
+        ret = chpp_recv_take(s, qp, &idx);
+        if (ret == -EIO) {
+            chpp_resp_srq_lost(s, qp, pkt);
+            return false;
+        }
+        if (ret) {
+            chpp_resp_rnr(s, qp, pkt);
+            return false;
+        }
+        eng->recv_active = true;
+        eng->recv_wqe_idx = idx;
+        eng->recv_len = 0;
+    } else if (!eng->recv_active || pkt->offset != eng->recv_len) {
+        chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, CHPP_EVENT_WQ_INVAL_REQ,
+                       false, 0, 0, CHPP_VERR_REMOTE_INVALID);
+        return false;
+    }
+    ok = chpp_resp_send_place(s, qp, pkt);
+    /* A WQE taken or let go: the SRQ's record says so. */
+    if (first || !eng->recv_active) {
+        chpp_recv_done(s, qp);
+    }
+    return ok;
+}
+
 /* PUT and PUT with notification. */
 static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
@@ -221,14 +333,20 @@ static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint8_t verr = 0;
 
     if (pkt->op == CHPP_OP_WRITE_IMM && (pkt->flags & CHPP_WIRE_F_FIRST) &&
-        chpp_rq_empty(qp)) {
+        chpp_recv_empty(s, qp)) {
         chpp_resp_rnr(s, qp, pkt);
         return false;
     }
-    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) ?
+    /*
+     * As in InfiniBand, a PUT of zero bytes accesses no memory: its rkey
+     * and address are not checked (UCX's flush posts one with rkey 0).
+     * The QP must still allow remote writes.
+     */
+    mr = (qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) && pkt->msg_len ?
          chpp_mr_lookup(s, pkt->rkey, qp->pd, pkt->va, pkt->len,
                         CHPP_MPT_REMOTE_WRITE, &verr) : NULL;
-    if (!mr) {
+    if (!(qp->access_flags & CHPP_ACCESS_REMOTE_WRITE) ||
+        (pkt->msg_len && !mr)) {
         chpp_resp_fail(s, qp, pkt, CHPP_NAK_REM_ACCESS,
                        CHPP_EVENT_WQ_ACCESS_ERROR, false, 0, 0, CHPP_VERR_RKEY);
         return false;
@@ -243,16 +361,22 @@ static bool chpp_resp_write(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     if (pkt->op == CHPP_OP_WRITE_IMM && (pkt->flags & CHPP_WIRE_F_LAST)) {
         uint64_t wr_id;
         ChppSge sge[CHPP_MAX_SGE];
-        uint32_t num_sge, cap;
+        uint32_t num_sge, cap, idx = 0;
+        int ret = chpp_recv_take(s, qp, &idx);
 
-        if (chpp_rq_empty(qp)) {
+        if (ret == -EAGAIN) {
             chpp_resp_rnr(s, qp, pkt);
             return false;
         }
-        chpp_rwqe_fetch(s, qp, qp->rq_ci, &wr_id, sge, &num_sge, &cap);
-        qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
+        /* Only the wr_id is needed: the data went to the region. */
+        if (ret || chpp_recv_fetch(s, qp, idx, &wr_id, sge, &num_sge,
+                                   &cap) == -EIO) {
+            chpp_resp_srq_lost(s, qp, pkt);
+            return false;
+        }
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV_RDMA_IMM, 0, 0,
                       pkt->msg_len, pkt);
+        chpp_recv_done(s, qp);
     }
     return true;
 }
@@ -442,25 +566,25 @@ static void chpp_resp_duplicate(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     }
 }
 
-static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+/* A datagram into receive WQE @idx of @qp. */
+static void chpp_resp_ud_place(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt,
+                               uint32_t idx)
 {
     static const uint8_t grh[CHPP_UD_GRH_SIZE];
+    uint32_t pd = chpp_recv_pd(s, qp);
     ChppSge sge[CHPP_MAX_SGE];
     uint32_t num_sge, cap;
     uint64_t wr_id;
     uint8_t verr = 0;
+    int ret;
 
-    if (pkt->qkey != qp->qkey) {
-        chpp_resp_drop(s, pkt, "Q_Key mismatch");
+    ret = chpp_recv_fetch(s, qp, idx, &wr_id, sge, &num_sge, &cap);
+    if (ret == -EIO) {
+        chpp_resp_drop(s, pkt, "SRQ ring not readable");
+        chpp_resp_srq_broken(s, qp->srqn);
         return;
     }
-    if (chpp_rq_empty(qp)) {
-        chpp_resp_drop(s, pkt, "no receive WQE");
-        return;
-    }
-    qp->rq_ci = (qp->rq_ci + 1) & CHPP_IDX_MASK;
-    if (!chpp_rwqe_fetch(s, qp, (qp->rq_ci - 1) & CHPP_IDX_MASK, &wr_id, sge,
-                         &num_sge, &cap)) {
+    if (ret) {
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_LOC_QP_OP_ERR,
                       CHPP_VERR_BAD_SGE_COUNT, 0, NULL);
         return;
@@ -470,17 +594,40 @@ static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
                       CHPP_VERR_RECV_TOO_SMALL, 0, NULL);
         return;
     }
-    if (!chpp_sge_rw(s, qp, sge, num_sge, 0, (void *)grh, sizeof(grh),
-                     DMA_DIRECTION_FROM_DEVICE, &verr) ||
-        (pkt->len && !chpp_sge_rw(s, qp, sge, num_sge, CHPP_UD_GRH_SIZE,
-                                  pkt->payload, pkt->len,
-                                  DMA_DIRECTION_FROM_DEVICE, &verr))) {
+    if (!chpp_sge_rw_pd(s, pd, sge, num_sge, 0, (void *)grh, sizeof(grh),
+                        DMA_DIRECTION_FROM_DEVICE, &verr) ||
+        (pkt->len && !chpp_sge_rw_pd(s, pd, sge, num_sge, CHPP_UD_GRH_SIZE,
+                                     pkt->payload, pkt->len,
+                                     DMA_DIRECTION_FROM_DEVICE, &verr))) {
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_LOC_PROT_ERR,
                       verr, 0, NULL);
         return;
     }
     chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, 0, 0,
                   pkt->len + CHPP_UD_GRH_SIZE, pkt);
+}
+
+static void chpp_resp_ud(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    uint32_t idx = 0;
+    int ret;
+
+    if (pkt->qkey != qp->qkey) {
+        chpp_resp_drop(s, pkt, "Q_Key mismatch");
+        return;
+    }
+    ret = chpp_recv_take(s, qp, &idx);
+    if (ret == -EIO) {
+        chpp_resp_drop(s, pkt, "SRQ in error");
+        chpp_resp_srq_broken(s, qp->srqn);
+        return;
+    }
+    if (ret) {
+        chpp_resp_drop(s, pkt, "no receive WQE");
+        return;
+    }
+    chpp_resp_ud_place(s, qp, pkt, idx);
+    chpp_recv_done(s, qp);
 }
 
 static bool chpp_resp_op_ok(uint8_t type, uint8_t op)
@@ -599,22 +746,29 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
     }
 }
 
-/* Flush every receive WQE the device owns. */
+/*
+ * Flush every receive WQE the device owns: of an SRQ only the one @qp had
+ * taken (the others belong to the SRQ, for its other QPs).
+ */
 void chpp_resp_flush(ChppHcaState *s, ChppQp *qp)
 {
+    ChppSrq *srq = chpp_qp_srq(s, qp);
     ChppSge sge[CHPP_MAX_SGE];
     uint32_t num_sge, cap;
     uint64_t wr_id;
 
     qp->eng.rd_count = 0;
     if (qp->eng.recv_active) {
-        chpp_rwqe_fetch(s, qp, qp->eng.recv_wqe_idx, &wr_id, sge, &num_sge,
+        chpp_recv_fetch(s, qp, qp->eng.recv_wqe_idx, &wr_id, sge, &num_sge,
                         &cap);
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_WR_FLUSH_ERR,
                       CHPP_VERR_FLUSH, 0, NULL);
         qp->eng.recv_active = false;
+        if (srq) {
+            chpp_srq_update(s, srq);
+        }
     }
-    while (qp->rq_ci != qp->rq_pi) {
+    while (!srq && qp->rq_ci != qp->rq_pi) {
         chpp_rwqe_fetch(s, qp, qp->rq_ci, &wr_id, sge, &num_sge, &cap);
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_WR_FLUSH_ERR,
                       CHPP_VERR_FLUSH, 0, NULL);

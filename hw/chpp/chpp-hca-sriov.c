@@ -32,6 +32,7 @@ void chpp_sriov_defaults(ChppHcaState *s)
             .num_mtts = MIN(CHPP_VF_DEFAULT_MTTS, pf->num_mtts),
             .msix_vectors = MIN(CHPP_VF_DEFAULT_MSIX, pf->msix_vectors),
             .weight = 1,
+            .num_srqs = MIN(CHPP_VF_DEFAULT_SRQS, pf->num_srqs),
         };
     }
 }
@@ -66,6 +67,12 @@ const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
             return c[i].name;
         }
     }
+    /* ABI 1.5: a VF may have no SRQ. */
+    if (r->num_srqs > pf->params.num_srqs) {
+        *val = r->num_srqs;
+        *max = pf->params.num_srqs;
+        return "num_srqs";
+    }
     return NULL;
 }
 
@@ -86,6 +93,7 @@ void chpp_sriov_vf_params(ChppHcaState *s)
     s->params.num_pds = r->num_pds;
     s->params.num_mtts = r->num_mtts;
     s->params.msix_vectors = r->msix_vectors;
+    s->params.num_srqs = r->num_srqs;
     s->params.uar_pages = CHPP_VF_UAR_PAGES;
     s->params.sriov_max_vfs = 0;
     s->dma_any_target = pf->dma_any_target;
@@ -169,6 +177,7 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                                         s->params.msix_vectors),
             .weight = f->weight,
             .priority = f->priority,
+            .num_srqs = cpu_to_le32(fn ? f->num_srqs : s->params.num_srqs),
         };
         chpp_mailbox_write(s, mailbox, &r, sizeof(r), &status);
         return status;
@@ -189,6 +198,9 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
             .num_pds = le32_to_cpu(r.num_pds),
             .num_mtts = le32_to_cpu(r.num_mtts),
             .msix_vectors = le32_to_cpu(r.msix_vectors),
+            /* 0, as an ABI 1.4 driver leaves it: the default. */
+            .num_srqs = le32_to_cpu(r.num_srqs) ?:
+                        MIN(CHPP_VF_DEFAULT_SRQS, s->params.num_srqs),
         };
         bad = chpp_vf_res_invalid(s, &in, &val, &max);
         if (bad) {
@@ -199,7 +211,8 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
             (f->num_qps != in.num_qps || f->num_cqs != in.num_cqs ||
              f->num_eqs != in.num_eqs || f->num_mpts != in.num_mpts ||
              f->num_pds != in.num_pds || f->num_mtts != in.num_mtts ||
-             f->msix_vectors != in.msix_vectors)) {
+             f->msix_vectors != in.msix_vectors ||
+             f->num_srqs != in.num_srqs)) {
             return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY, "VF resources "
                                  "change only while VFs are disabled");
         }
@@ -210,6 +223,7 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
         f->num_pds = in.num_pds;
         f->num_mtts = in.num_mtts;
         f->msix_vectors = in.msix_vectors;
+        f->num_srqs = in.num_srqs;
     }
     f->weight = r.weight;
     f->priority = r.priority;

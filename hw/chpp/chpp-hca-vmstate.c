@@ -27,6 +27,7 @@
 static int chpp_function_pre_load(void *opaque)
 {
     chpp_db_err_pre_load(opaque);
+    chpp_srq_pre_load(opaque);
     return 0;
 }
 
@@ -43,13 +44,19 @@ static int chpp_function_post_load(void *opaque, int version_id)
                                s->port_state[i]);
         }
     }
-    /* In this order: QPs refer to CQs, the engine to the QPs' rings. */
+    /*
+     * In this order: QPs refer to CQs and SRQs, the engine to the QPs'
+     * rings.
+     */
     ret = chpp_eq_post_load(s);
     if (!ret) {
         ret = chpp_mr_post_load(s);
     }
     if (!ret) {
         ret = chpp_cq_post_load(s);
+    }
+    if (!ret) {
+        ret = chpp_srq_post_load(s);
     }
     if (!ret) {
         ret = chpp_qp_post_load(s);
@@ -68,6 +75,7 @@ static int chpp_function_post_load(void *opaque, int version_id)
 static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_err,
     &vmstate_chpp_db_lost,
+    &vmstate_chpp_srqs,
     NULL
 };
 
@@ -267,6 +275,42 @@ static const VMStateDescription vmstate_chpp_sriov = {
     }
 };
 
+/*
+ * The VFs' SRQ quotas (ABI 1.5), outside "chpp-hca/sriov" so that streams
+ * from before load: only sent when one differs from the default, and
+ * loaded before "chpp-hca/sriov" creates the VFs with them.
+ */
+static bool chpp_srq_quotas_needed(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    unsigned i;
+
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        if (s->fn_res[i].num_srqs !=
+            MIN(CHPP_VF_DEFAULT_SRQS, s->params.num_srqs)) {
+            return s->params.sriov_max_vfs > 0;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_chpp_srq_quotas = {
+    .name = "chpp-hca/srq-quotas",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = chpp_srq_quotas_needed,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT32(fn_res[1].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[2].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[3].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[4].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[5].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[6].num_srqs, ChppHcaState),
+        VMSTATE_UINT32(fn_res[7].num_srqs, ChppHcaState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static bool chpp_vfs_needed(void *opaque)
 {
     ChppHcaState *s = opaque;
@@ -328,11 +372,16 @@ static int chpp_hca_pre_save(void *opaque)
 static int chpp_hca_pre_load(void *opaque)
 {
     ChppHcaState *s = opaque;
+    unsigned i;
 
     s->mig_sriov_loaded = false;
     s->mig_vfs_loaded = false;
     s->mig_num_vfs = 0;
     memset(s->mig_vfs, 0, sizeof(s->mig_vfs));
+    /* A stream without "chpp-hca/srq-quotas" has the default ones. */
+    for (i = 1; i <= CHPP_MAX_VFS; i++) {
+        s->fn_res[i].num_srqs = MIN(CHPP_VF_DEFAULT_SRQS, s->params.num_srqs);
+    }
     return 0;
 }
 
@@ -359,6 +408,7 @@ static int chpp_hca_post_load(void *opaque, int version_id)
 
 /* In this order: the VFs exist before their states load. */
 static const VMStateDescription *chpp_hca_subsections[] = {
+    &vmstate_chpp_srq_quotas,
     &vmstate_chpp_sriov,
     &vmstate_chpp_vfs,
     NULL

@@ -41,6 +41,7 @@ typedef struct ChppHcaParams {
     uint32_t msix_vectors;
     uint32_t uar_pages;
     uint32_t num_mtts;
+    uint32_t num_srqs;
     uint64_t cmd_latency_ns;
     uint64_t engine_delay_ns;
     uint8_t sriov_max_vfs;
@@ -58,6 +59,7 @@ typedef struct ChppFnRes {
     uint32_t msix_vectors;
     uint8_t weight;
     uint8_t priority;
+    uint32_t num_srqs;          /* ABI 1.5; "chpp-hca/srq-quotas" */
 } ChppFnRes;
 
 typedef struct ChppEq {
@@ -219,7 +221,29 @@ typedef struct ChppQp {
     uint32_t rq_pi;
     uint32_t rq_ci;             /* next receive WQE to use */
     ChppQpEngine eng;
+    /* With CHPP_QP_FLAG_SRQ; migrated in "chpp-hca-function/srq". */
+    uint32_t srqn;
 } ChppQp;
+
+/*
+ * A shared receive queue (chpp-hca-srq.c).  The receive WQEs of the QPs
+ * attached to it; a QP that is filling one in several packets keeps its
+ * index in eng.recv_wqe_idx, which is why the free index the device
+ * writes for the driver is the oldest of those.
+ */
+typedef struct ChppSrq {
+    uint8_t state;              /* enum chpp_res_state */
+    uint8_t log_size;
+    uint8_t log_stride;
+    ChppRing ring;
+    uint32_t pd;
+    uint16_t uar;
+    uint32_t limit;             /* armed limit, 0 = not armed */
+    uint32_t pi;                /* from doorbells, 16 bits used */
+    uint32_t ci;                /* next WQE to take */
+    uint32_t free;              /* last written to the consumer record */
+    uint32_t refs;              /* QPs attached; rebuilt on load */
+} ChppSrq;
 
 /*
  * An event raised where guest memory must not be written (an MMIO or
@@ -312,6 +336,7 @@ struct ChppHcaState {
     uint64_t *mtt;              /* num_mtts entries */
     ChppCq *cqs;                /* num_cqs */
     ChppQp *qps;                /* num_qps */
+    ChppSrq *srqs;              /* num_srqs */
 
     /* Doorbell FIFO and engine */
     uint32_t db_fifo[CHPP_DB_FIFO_DEPTH];     /* qpn | sq pi << 16 */
@@ -506,6 +531,10 @@ typedef struct ChppSge {
 bool chpp_sge_rw(ChppHcaState *s, ChppQp *qp, const ChppSge *sge,
                  uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
                  DMADirection dir, uint8_t *verr);
+/* The same in @pd (an SRQ's WQEs are checked against the SRQ's PD). */
+bool chpp_sge_rw_pd(ChppHcaState *s, uint32_t pd, const ChppSge *sge,
+                    uint32_t num_sge, uint32_t offset, void *buf,
+                    uint32_t len, DMADirection dir, uint8_t *verr);
 /* Copy between @buf and a checked region; false on a DMA/MTT fault. */
 bool chpp_mr_rw(ChppHcaState *s, const ChppMpt *mr, uint64_t va, void *buf,
                 uint64_t len, DMADirection dir);
@@ -533,6 +562,41 @@ bool chpp_cq_post(ChppHcaState *s, uint32_t cqn, struct chpp_cqe *cqe,
                   bool solicited);
 /* UAR CQ doorbell of page @uar: NULL, or why it is refused. */
 const char *chpp_cq_doorbell(ChppHcaState *s, uint32_t uar, uint64_t val);
+
+/* chpp-hca-srq.c: shared receive queues (ABI 1.5). */
+void chpp_srq_reset(ChppHcaState *s);
+void chpp_srq_pre_load(ChppHcaState *s);
+int chpp_srq_post_load(ChppHcaState *s);
+uint8_t chpp_cmd_sw2hw_srq(ChppHcaState *s, uint32_t srqn, uint64_t mailbox);
+uint8_t chpp_cmd_hw2sw_srq(ChppHcaState *s, uint32_t srqn);
+uint8_t chpp_cmd_query_srq(ChppHcaState *s, uint32_t srqn, uint64_t mailbox);
+uint8_t chpp_cmd_arm_srq(ChppHcaState *s, uint32_t srqn, uint64_t limit);
+/* SRQ @srqn in hardware ownership or in error, or NULL. */
+ChppSrq *chpp_srq_get(ChppHcaState *s, uint32_t srqn);
+/* UAR SRQ doorbell of page @uar: NULL, or why it is refused. */
+const char *chpp_srq_doorbell(ChppHcaState *s, uint32_t uar, uint32_t val);
+/* No WQE to take (or the SRQ is in error)? */
+bool chpp_srq_empty(const ChppSrq *srq);
+/* Take the next WQE (SRQ_LIMIT when the rest falls below the limit). */
+bool chpp_srq_take(ChppHcaState *s, ChppSrq *srq, uint32_t *idx);
+/*
+ * Read WQE @idx: 0, -EINVAL (a bad WQE: too many segments), or -EIO (the
+ * ring is not readable: the SRQ is now in error, SRQ_CATAS_ERROR posted).
+ */
+int chpp_srq_wqe_fetch(ChppHcaState *s, ChppSrq *srq, uint32_t idx,
+                       uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
+                       uint32_t *capacity);
+/*
+ * Write the consumer record (free index, ci) after a take or a WQE let go;
+ * false if the SRQ is in error (now or before).
+ */
+bool chpp_srq_update(ChppHcaState *s, ChppSrq *srq);
+/* Loading: is @idx a WQE @srq handed out and did not free yet? */
+bool chpp_srq_in_use(const ChppSrq *srq, uint32_t idx);
+/* A receive WQE (RQ or SRQ) in @buf: false if its segments do not fit. */
+bool chpp_rwqe_parse(const uint8_t *buf, uint32_t stride, uint64_t *wr_id,
+                     ChppSge *sge, uint32_t *num_sge, uint32_t *capacity);
+extern const VMStateDescription vmstate_chpp_srqs;
 
 /* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
 void chpp_qp_reset(ChppHcaState *s);

@@ -46,6 +46,8 @@ LAYERS = [
     ["chpp-hca-link.c"],
     ["chpp-hca-port.c"],
     ["chpp-hca-route.c"],
+    # shared receive queues: their rings, doorbells and consumer records
+    ["chpp-hca-srq.c"],
     ["chpp-hca-qp.c"],
     # the engine's parts and the engine that schedules them: the send
     # queue's WQEs and completions, the requester, the responder, and the

@@ -9,6 +9,9 @@ libibverbs.so.1 (docs/verbs-provider.md, "How the private ABI was checked").
   count; every entry it also copies into a field of the public
   struct verbs_context / ibv_context_ops (offsets from infiniband/verbs.h,
   measured with the C compiler) must carry that field's name in the header.
+- struct verbs_qp: ibv_qp_to_qp_ex tests one bit of the QP's comp_mask
+  ("test $BIT,OFF(%rdi)"): OFF must be offsetof(struct verbs_qp, comp_mask)
+  and BIT VERBS_QP_EX, compiled from the header.
 
 Exits 0 and prints a summary when everything matches, 1 otherwise.
 """
@@ -88,6 +91,43 @@ def public_offsets():
     return offs
 
 
+def verbs_qp_layout():
+    """(offsetof(struct verbs_qp, comp_mask), VERBS_QP_EX) of the header."""
+    src = ('#include <stdio.h>\n#include "ibverbs_private.h"\n'
+           'int main(void)\n{\n\tprintf("%zu %d\\n", '
+           'offsetof(struct verbs_qp, comp_mask), VERBS_QP_EX);\n'
+           '\treturn 0;\n}\n')
+    with tempfile.TemporaryDirectory() as d:
+        c, exe = os.path.join(d, 'qp.c'), os.path.join(d, 'qp')
+        with open(c, 'w') as fh:
+            fh.write(src)
+        run('cc', '-I', os.path.dirname(HEADER), '-o', exe, c)
+        off, bit = run(exe).split()
+    return int(off), int(bit)
+
+
+def check_qp_to_qp_ex(dyn):
+    for l in dyn.splitlines():
+        if l.split() and l.split()[-1] == 'ibv_qp_to_qp_ex':
+            start, size = int(l.split()[0], 16), int(l.split()[-3], 16)
+            break
+    else:
+        fail('no ibv_qp_to_qp_ex in ' + LIB)
+    asm = run('objdump', '-d', '--no-show-raw-insn',
+              '--start-address=%#x' % start,
+              '--stop-address=%#x' % (start + size), LIB)
+    m = re.search(r'test[bwl]?\s+\$(0x[0-9a-f]+),(0x[0-9a-f]+)\(%rdi\)', asm)
+    if not m:
+        fail('ibv_qp_to_qp_ex: no test of the QP\'s comp_mask:\n' + asm)
+    lib_bit, lib_off = int(m.group(1), 16), int(m.group(2), 16)
+    off, bit = verbs_qp_layout()
+    if (lib_off, lib_bit) != (off, bit):
+        fail('ibv_qp_to_qp_ex tests bit %#x at %#x, the header has '
+             'VERBS_QP_EX %#x at offsetof(struct verbs_qp, comp_mask) %#x'
+             % (lib_bit, lib_off, bit, off))
+    return off, bit
+
+
 def main():
     text = open(HEADER).read()
     ops = header_ops(text)
@@ -136,9 +176,10 @@ def main():
             fail('entry %d: the header says %s, libibverbs copies it to %s'
                  % (off // 8, ops[off // 8], want))
         named += 1
+    qp_off, qp_bit = check_qp_to_qp_ex(dyn)
     print('provider-abi: PASS %d functions exported as %s; verbs_context_ops:'
-          ' %d entries, %d checked by name' % (len(funcs), VERSION,
-                                                len(ops), named))
+          ' %d entries, %d checked by name; verbs_qp: VERBS_QP_EX %#x at %#x'
+          % (len(funcs), VERSION, len(ops), named, qp_bit, qp_off))
 
 
 main()

@@ -37,7 +37,8 @@ n=$(ls guest-driver/*.c | grep -vc '\.mod\.c$')
 # User space.
 USER_FILES=(guest-driver/common/*.c guest-driver/user/*.c
             guest-driver/provider/chpp_provider.c
-            guest-driver/provider/chpp_provider_dp.c tests/vfio/*.c)
+            guest-driver/provider/chpp_provider_dp.c
+            guest-driver/provider/chpp_provider_ex.c tests/vfio/*.c)
 for f in "${USER_FILES[@]}"; do
     sparse -std=gnu11 -Iinclude -Iguest-driver -Iguest-driver/common \
         -Iguest-driver/user -Iguest-driver/provider "$f" >"$OUT" 2>&1 || true

@@ -50,6 +50,17 @@ def hca_state(s):
                   (i, int(cq["nent"]), int(cq["pi"]), int(cq["ci"]),
                    int(cq["eqn"]), int(cq["arm"]), bool(cq["error"]),
                    int(cq["refs"])))
+    # Shared receive queues (ABI 1.5): those in hardware ownership or in
+    # error (state 2).
+    for i in range(int(p["num_srqs"])):
+        srq = s["srqs"][i]
+        if int(srq["state"]) == 0:
+            continue
+        print("  SRQ %d: wqes %d pd %d pi %d ci %d free %d limit %d "
+              "error %s qps %d" %
+              (i, 1 << int(srq["log_size"]), int(srq["pd"]), int(srq["pi"]),
+               int(srq["ci"]), int(srq["free"]), int(srq["limit"]),
+               int(srq["state"]) == 2, int(srq["refs"])))
     for i in range(int(p["num_qps"])):
         qp = s["qps"][i]
         if int(qp["state"]) == 0:

@@ -126,8 +126,9 @@ if [ "$BENCH" = icount ]; then
 fi
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
-# chpp.bench=verbs: the verbs benchmark (scripts/lib/bench-verbs.sh).
-if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
+# chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark
+# (scripts/lib/bench-verbs.sh).
+if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /chpp/verbs-init.sh
     load_driver
@@ -142,7 +143,12 @@ if [ "$ONLY" = verbs ] || [ "$BENCH" = verbs ]; then
         verbs_bench rxe0 -x "${gid##*/}"
         finish PASS "verbs benchmark"
     fi
+    if [ "$ONLY" = ucx ]; then
+        ucx_tools chpp0
+        finish PASS "UCX"
+    fi
     verbs_tools chpp0
+    ucx_tools chpp0
     finish PASS "verbs tools"
 fi
 
@@ -186,6 +192,11 @@ end=$(cat /proc/uptime | cut -d' ' -f1)
 say "traffic: $RES"
 say "traffic took $(awk "BEGIN{print $end - $start}") s"
 case "$RES" in PASS*) ;; *) fail "traffic: $RES" ;; esac
+# Kernel verbs on a shared receive queue, on this device.
+echo srq >"$CT/ctl"
+SRES=$(cat "$CT/result")
+say "kernel verbs: $SRES"
+case "$SRES" in PASS*) ;; *) fail "kernel SRQ: $SRES" ;; esac
 
 echo teardown >"$CT/ctl"
 rmmod chpp_test || fail "rmmod chpp_test"
@@ -375,11 +386,24 @@ verbs_stage() {
     vrc=$?
     cat /tmp/verbs.log
     [ $vrc = 0 ] && grep -q '^chpp-verbs: PASS' /tmp/verbs.log || fail "chpp-verbs-test"
-    # ibv_rc_pingpong and ibv_ud_pingpong: server and client, two processes
-    # on this device.
+    # The extended verbs: ibv_query_device_ex, ibv_create_cq_ex with the
+    # poll API, ibv_create_qp_ex with ibv_wr_*, and what they refuse.
+    /bin/chpp-verbs-ex-test >/tmp/verbs-ex.log 2>&1
+    vrc=$?
+    cat /tmp/verbs-ex.log
+    [ $vrc = 0 ] && grep -q '^chpp-verbs-ex: PASS' /tmp/verbs-ex.log || fail "chpp-verbs-ex-test"
+    # ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong (QPs sharing a
+    # receive queue, docs/shared-receive-queues.md): server and client, two
+    # processes on this device. -N: ibv_rc_pingpong posts with the ibv_wr_*
+    # API on a QP of ibv_create_qp_ex. For the SRQ runs each process takes
+    # half the device's QPs, at most 4 (a pair's PF has 16, the default 4).
+    srqq=$(($(sed -n 's/^[[:space:]]*max_qp:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/ibv_devinfo.log) / 2))
+    [ "$srqq" -le 4 ] || srqq=4
     port=18515
     for run in "rc -s 4096 -n 200" "rc -s 1 -n 100 -e" "rc -s 65536 -n 50 -e" "rc -s 1048576 -n 10" \
-            "rc -s 1048576 -n 10 -e" "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e"; do
+            "rc -s 1048576 -n 10 -e" "rc -s 4096 -n 200 -N -c" "rc -s 1 -n 100 -e -N" \
+            "ud -s 2048 -n 50" "ud -s 1024 -n 50 -e" \
+            "srq -q $srqq -s 4096 -n 100 -c" "srq -q $srqq -s 65536 -n 20 -e -c"; do
         tool=ibv_${run%% *}_pingpong opts=${run#* }
         port=$((port + 1))
         # Both sides time out: a lost completion event would block them.
@@ -403,7 +427,17 @@ verbs_stage() {
         fi
         say "$tool $opts: $(grep 'bytes in' /tmp/pp-client.log)"
     done
-    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), ibv_rc_pingpong x5 (to 1 MiB, -e), ibv_ud_pingpong x2"
+    # What ibv_rc_pingpong asks ibv_query_device_ex for and the device does
+    # not have: it must stop, saying so.
+    for run in "-t:isn't completion timestamp capable" "-o:isn't ODP capable" "-j:doesn't support dm allocation"; do
+        port=$((port + 1))
+        timeout 20 ibv_rc_pingpong -d chpp0 -p $port "${run%%:*}" >/tmp/pp-server.log 2>&1 &&
+            { cat /tmp/pp-server.log; fail "ibv_rc_pingpong ${run%%:*} did not stop"; }
+        grep -q "${run#*:}" /tmp/pp-server.log ||
+            { cat /tmp/pp-server.log; fail "ibv_rc_pingpong ${run%%:*}: no '${run#*:}'"; }
+        say "ibv_rc_pingpong ${run%%:*}: refused: $(head -n 1 /tmp/pp-server.log)"
+    done
+    VERBS="; verbs provider: ibv_devinfo OK, $(sed -n 's/^chpp-verbs: PASS //p' /tmp/verbs.log), extended verbs $(sed -n 's/^chpp-verbs-ex: PASS //p' /tmp/verbs-ex.log), ibv_rc_pingpong x7 (to 1 MiB, -e, -N), -t/-o/-j refused, ibv_ud_pingpong x2, ibv_srq_pingpong x2 (-e, -c)"
 }
 BDF=$(ls /sys/bus/pci/drivers/chpp_hca | grep -m1 "^0000:")
 verbs_stage
@@ -411,10 +445,12 @@ verbs_stage
 # Pair: the unmodified rdma-core tools and perftest between the two guests
 # (scripts/guest/verbs-init.sh), on the PFs, then on VF 1 of each node.
 if [ "$MODE" = pair ]; then
-    # First our own test program between the two guests' processes.
+    # First our own test programs between the two guests' processes.
     user_pair v /bin/chpp-verbs-test
+    user_pair x /bin/chpp-verbs-ex-test
     . /chpp/verbs-init.sh
     verbs_tools chpp0
+    ucx_tools chpp0
     echo 1 >"/sys/bus/pci/devices/$BDF/sriov_numvfs" || fail "enable 1 VF (verbs)"
     wait_active 60 chpp1 || fail "chpp1 not ACTIVE (verbs)"
     verbs_tools chpp1
@@ -425,7 +461,7 @@ if [ "$MODE" = pair ]; then
     # log line counts them (rate-limited: what was suppressed is not here).
     ovf=$(dmesg | sed -n 's/.*doorbell FIFO overflow: \([0-9]*\) QP.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
     say "verbs: $ovf QPs recovered from doorbells lost to a full FIFO (logged)"
-    VERBS="$VERBS; chpp-verbs-test --pair; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf QP recoveries from lost doorbells logged)"
+    VERBS="$VERBS; chpp-verbs-test --pair, chpp-verbs-ex-test --pair; rdma-core tools and perftest with the peer on the PF and on VF 1 ($ovf QP recoveries from lost doorbells logged)"
 fi
 
 # Unbind and bind the PCI function through sysfs: the ib device goes and
@@ -454,4 +490,4 @@ if [ "$MODE" = pair ]; then
     fetch done 120 || fail "peer never finished"
     sleep 3     # keep serving "done" until the peer has seen ours
 fi
-finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}${VERBS:-}"
+finish PASS "node $NODE: driver load/unload x$((LOOPS + 2)), port ACTIVE, $RES; kernel SRQ OK; uverbs $UVERBS; unbind/bind, PF reset${CUTRES:-}${VFSTAGE:-}${VERBS:-}"

@@ -12,9 +12,12 @@
 # and a time limit; a tool that fails on either node fails that node.
 #
 #   verbs_tools DEV     ibv_devices, ibv_devinfo -v, ibv_rc_pingpong (sizes,
-#                       events) and perftest (write/read/send bandwidth,
+#                       events, the ibv_wr_* API with -N), ibv_srq_pingpong and perftest (write/read/send bandwidth,
 #                       write/send latency; write/send bandwidth on several
 #                       QPs at once) on ib device DEV
+#   ucx_tools DEV       UCX on ib device DEV: ucx_info -d lists rc_verbs on
+#                       it, ucx_perftest over rc_verbs (UCT active messages
+#                       and RDMA writes, UCP tag matching)
 #   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
 #                       "chpp-bench: ..." lines (scripts/lib/bench-verbs.sh)
 #   icount_bench DEV SIZES  one guest (chpp.mode=single) under -icount with
@@ -106,8 +109,24 @@ verbs_tools() {
     vrun "${dev}ppb" 120 ibv_rc_pingpong -d "$dev" -c -s 65536 -n 200
     vrun "${dev}ppc" 180 ibv_rc_pingpong -d "$dev" -c -s 1048576 -n 20
     vrun "${dev}ppe" 120 ibv_rc_pingpong -d "$dev" -c -e -s 16384 -n 200
+    # -N: the extended QP (ibv_create_qp_ex) and the ibv_wr_* API.
+    vrun "${dev}ppn" 120 ibv_rc_pingpong -d "$dev" -c -N -s 65536 -n 200
+    vrun "${dev}ppne" 120 ibv_rc_pingpong -d "$dev" -c -N -e -s 16 -n 200
     say "verbs $dev: ibv_rc_pingpong 4 KiB $(pingpong_rate "${dev}pp"), 64 KiB $(pingpong_rate "${dev}ppb")," \
-        "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe")"
+        "1 MiB $(pingpong_rate "${dev}ppc"), events $(pingpong_rate "${dev}ppe");" \
+        "ibv_wr_* (-N) 64 KiB $(pingpong_rate "${dev}ppn"), 16 B with events $(pingpong_rate "${dev}ppne")"
+
+    # SRQ ping-pong (docs/shared-receive-queues.md): the receives of all its
+    # QPs come from one shared receive queue; -c checks the bytes. As many
+    # QPs as the device allows, at most the tool's default 16.
+    maxqp=$(sed -n 's/^[[:space:]]*max_qp:[[:space:]]*\([0-9]*\).*/\1/p' /tmp/devinfo.log)
+    nq=16
+    [ "$maxqp" -ge 16 ] || nq=$maxqp
+    vrun "${dev}srq" 180 ibv_srq_pingpong -d "$dev" -q "$nq" -c -n 200
+    vrun "${dev}srqe" 180 ibv_srq_pingpong -d "$dev" -q "$nq" -c -e -s 65536 -n 50
+    grep -q 'bytes in' "/tmp/${dev}srq.log" && grep -q 'bytes in' "/tmp/${dev}srqe.log" ||
+        { cat "/tmp/${dev}srq.log" "/tmp/${dev}srqe.log"; fail "ibv_srq_pingpong $dev: no summary"; }
+    say "verbs $dev: ibv_srq_pingpong $nq QPs 4 KiB $(pingpong_rate "${dev}srq"), 64 KiB events $(pingpong_rate "${dev}srqe")"
 
     # perftest, IB link layer (LIDs), -F: no cpufreq check in a VM.
     for t in write_bw read_bw send_bw; do
@@ -116,6 +135,10 @@ verbs_tools() {
         [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
         say "verbs $dev: ib_$t 64 KiB x500: $(echo "$row" | awk '{print $4}') MB/s average"
     done
+    # perftest uses the ibv_wr_* API on the devices it knows only: on this
+    # one it posts with ibv_post_send (docs/verbs-provider.md).
+    grep -q 'ibv_wr\* API *: OFF' "/tmp/${dev}writebw.log" ||
+        { cat "/tmp/${dev}writebw.log"; fail "ib_write_bw: no 'ibv_wr* API : OFF'"; }
     # Several QPs ringing at once (-q): more doorbells than the 32-entry
     # doorbell FIFO holds unless the provider's flow control keeps them in,
     # and lost ones must be recovered. Needs max_qp >= N on both nodes
@@ -152,6 +175,47 @@ verbs_tools() {
         [ -n "$row" ] || { cat "/tmp/${dev}$(echo $t | tr -d _).log"; fail "ib_$t: no result row"; }
         say "verbs $dev: ib_$t 2 B x1000: $(echo "$row" | awk '{print $5}') usec typical"
     done
+}
+
+# UCX (Debian's libucx0 and ucx-utils, scripts/lib/initramfs.sh): its
+# rc_verbs transport, Open MPI's on InfiniBand, takes every receive from a
+# shared receive queue (docs/shared-receive-queues.md).
+ucx_tools() {
+    dev=$1
+    export UCX_MODULE_DIR=/usr/lib/x86_64-linux-gnu/ucx
+    # Its shared memory transports look for /dev/shm.
+    mkdir -p /dev/shm
+    grep -q ' /dev/shm ' /proc/mounts || mount -t tmpfs shm /dev/shm
+    # UCP registers pools of several MiB: more than the default 8 MiB of
+    # locked memory.
+    ulimit -l unlimited || fail "ulimit -l unlimited"
+    ucx_info -d >/tmp/ucxinfo.log 2>&1 || { cat /tmp/ucxinfo.log; fail "ucx_info -d"; }
+    for t in rc_verbs ud_verbs; do
+        grep -A1 "Transport: $t\$" /tmp/ucxinfo.log | grep -q "Device: $dev:1" ||
+            { cat /tmp/ucxinfo.log; fail "ucx_info -d: no $t on $dev:1"; }
+    done
+    say "ucx $dev: ucx_info -d lists rc_verbs and ud_verbs on $dev:1"
+    # UCT level over rc_verbs: active messages (copied, 4 KiB, into the
+    # receives of the SRQ), RDMA writes (zero-copy, 64 KiB), and the latency
+    # of short active messages. TEST:DATA-LAYOUT:SIZE.
+    for t in am_bw:bcopy:4096 put_bw:zcopy:65536 am_lat:short:8; do
+        tt=${t%%:*} sz=${t##*:} dl=${t#*:}
+        dl=${dl%:*}
+        name="${dev}ucx$(echo "$tt" | tr -d _)"
+        vrun "$name" 180 ucx_perftest -d "$dev:1" -x rc_verbs -t "$tt" -D "$dl" -s "$sz" -n 1000
+        [ "$NODE" = 1 ] || grep -q '^Final:' "/tmp/$name.log" ||
+            { cat "/tmp/$name.log"; fail "ucx_perftest -x rc_verbs -t $tt: no Final row"; }
+        [ "$NODE" = 1 ] || say "ucx $dev: ucx_perftest rc_verbs $tt $dl $sz B x1000:" \
+            "$(grep '^Final:' "/tmp/$name.log" | tr -s ' ')"
+    done
+    # UCP level (what Open MPI's pml ucx uses): tag matching over rc_verbs,
+    # with ud_verbs for the wire-up UCP needs before the RC connection.
+    name="${dev}ucxtag"
+    vrun "$name" 180 env UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES="$dev:1" ucx_perftest -t tag_bw -s 65536 -n 500
+    [ "$NODE" = 1 ] || grep -q '^Final:' "/tmp/$name.log" ||
+        { cat "/tmp/$name.log"; fail "ucx_perftest -t tag_bw (UCX_TLS=rc_verbs,ud_verbs): no Final row"; }
+    [ "$NODE" = 1 ] || say "ucx $dev: ucx_perftest UCP tag_bw (UCX_TLS=rc_verbs,ud_verbs) 64 KiB x500:" \
+        "$(grep '^Final:' "/tmp/$name.log" | tr -s ' ')"
 }
 
 verbs_bench() {

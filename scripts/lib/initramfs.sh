@@ -109,7 +109,11 @@ CHPP_RDMA_TOOLS=(
     ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat
     ib_atomic_bw ib_atomic_lat
     rdma
+    ucx_info ucx_perftest
 )
+# UCX loads its transports as modules from this directory (UCX_MODULE_DIR
+# in the guests): libuct_ib has the verbs transports (rc_verbs, ud_verbs).
+CHPP_UCX_MODULES=(/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0)
 CHPP_RDMA_LIBDIR=/usr/lib/x86_64-linux-gnu
 # Providers the guests load: rxe (soft-RoCE) from ibverbs-providers; the
 # chpp provider comes from guest-driver/provider/ when it is built.
@@ -137,6 +141,10 @@ chpp_guest_rdma() {
     local root=$1 t p f
     for t in "${CHPP_RDMA_TOOLS[@]}"; do
         f=$(command -v "$t") || chpp_die "no $t; run scripts/setup.sh (ibverbs-utils, perftest, iproute2)"
+        chpp_copy_elf "$root" "$f"
+    done
+    for f in "${CHPP_UCX_MODULES[@]}"; do
+        [ -f "$f" ] || chpp_die "no $f; run scripts/setup.sh (libucx0)"
         chpp_copy_elf "$root" "$f"
     done
     mkdir -p "$root/etc/libibverbs.d"

@@ -449,10 +449,43 @@ static void do_put(Fx *f, uint32_t len, uint32_t off, bool imm)
     fx_check(f, dst, len, 3 + len);
 }
 
+/*
+ * A PUT of zero bytes, with and without immediate: no memory is accessed,
+ * so its rkey and address are not checked (InfiniBand; UCX's rc_verbs
+ * flush posts one with rkey 0).
+ */
+static void do_put_zero(Fx *f, bool imm)
+{
+    Wqe *w;
+
+    if (imm) {
+        post_recv(f, &f->b, 0x98, 0, 0, 0);
+    }
+    w = wqe_new(imm ? CHPP_WQE_PUT_IMM : CHPP_WQE_PUT, CHPP_WQE_SIGNALED,
+                0x77, 0x4321);
+    wqe_raddr(w, 0, 0);
+    post_send(f, &f->a, w, true);
+    expect_cqe(f, SCQ, 0x77, CHPP_CQE_OP_RDMA_WRITE, 0, 0);
+    if (imm) {
+        struct chpp_cqe cqe;
+
+        poll_cq(f, RCQ, &cqe);
+        g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 0x98);
+        g_assert_cmpuint(cqe.opcode, ==, CHPP_CQE_OP_RECV_RDMA_IMM);
+        g_assert_cmpuint(le32_to_cpu(cqe.byte_len), ==, 0);
+    } else {
+        assert_no_cqe(f, RCQ);
+    }
+    g_assert_cmpuint(qp_state(f, &f->b), ==, CHPP_QPS_RTS);
+}
+
 static void test_put(void)
 {
     Fx *f = fx_new(CHPP_QPT_RC);
 
+    do_put_zero(f, false);
+    do_put_zero(f, true);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_GUEST_ERRORS), ==, 0);
     do_put(f, 1, 0, false);
     do_put(f, 5000, 3000, false);
     do_put(f, 1 << 20, 0, false);

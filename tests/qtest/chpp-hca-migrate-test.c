@@ -292,45 +292,17 @@ static void test_migrate_vf_work_in_flight(void)
 
 /* ---- refused streams ---------------------------------------------------- */
 
-static void qmp_ok(QTestState *qts, const char *cmd, const char *arg)
+/* The device of these tests has the default properties. */
+static void load_stream(const char *stream, const char *log, bool good)
 {
-    QDict *rsp = qtest_qmp(qts, "{ 'execute': %s, 'arguments': "
-                           "{ 'uri': %s } }", cmd, arg);
-
-    g_assert(qdict_haskey(rsp, "return"));
-    qobject_unref(rsp);
+    chpp_load_stream(NULL, stream, log, good);
 }
 
-/* Save the running VM's state into @path (the VM ends up stopped). */
-static void save_to_file(QTestState *qts, const char *path)
+static void load_corrupted(const uint8_t *data, size_t len, const char *dir,
+                           const char *what, size_t at, uint8_t value,
+                           const char *trace)
 {
-    g_autofree char *uri = g_strdup_printf("exec:cat > %s", path);
-
-    qmp_ok(qts, "migrate", uri);
-    for (;;) {
-        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
-        const char *st = qdict_get_str(qdict_get_qdict(rsp, "return"),
-                                       "status");
-
-        if (!strcmp(st, "completed")) {
-            qobject_unref(rsp);
-            return;
-        }
-        g_assert(strcmp(st, "failed") && strcmp(st, "cancelled"));
-        qobject_unref(rsp);
-        g_usleep(5000);
-    }
-}
-
-static size_t find(const uint8_t *data, size_t len, const void *what,
-                   size_t wlen)
-{
-    const uint8_t *hit = memmem(data, len, what, wlen);
-
-    g_assert(hit);
-    /* Exactly one place. */
-    g_assert(!memmem(hit + 1, data + len - hit - 1, what, wlen));
-    return hit - data;
+    chpp_load_corrupted(NULL, data, len, dir, what, at, value, trace);
 }
 
 typedef struct Corruption {
@@ -346,7 +318,7 @@ static size_t at_vf1_port_state(const uint8_t *data, size_t len)
 {
     uint32_t marker = cpu_to_be32(SCRATCH(1));
 
-    return find(data, len, &marker, 4) - 2 * CHPP_NUM_PORTS;
+    return chpp_stream_find(data, len, &marker, 4) - 2 * CHPP_NUM_PORTS;
 }
 
 /*
@@ -359,14 +331,14 @@ static const char vfs_header[] = "\x05\x0c" "chpp-hca/vfs";
 /* The first byte of VF1's state: its VF number. */
 static size_t at_vf1_number(const uint8_t *data, size_t len)
 {
-    return find(data, len, vfs_header, strlen(vfs_header)) +
+    return chpp_stream_find(data, len, vfs_header, strlen(vfs_header)) +
            strlen(vfs_header) + 4;
 }
 
 /* The number of VFs, the last byte of "chpp-hca/sriov" just before. */
 static size_t at_num_vfs(const uint8_t *data, size_t len)
 {
-    return find(data, len, vfs_header, strlen(vfs_header)) - 1;
+    return chpp_stream_find(data, len, vfs_header, strlen(vfs_header)) - 1;
 }
 
 /*
@@ -376,7 +348,7 @@ static size_t at_num_vfs(const uint8_t *data, size_t len)
 static const char sriov_header[] = "\x05\x0e" "chpp-hca/sriov";
 static size_t at_vf1_num_qps(const uint8_t *data, size_t len)
 {
-    return find(data, len, sriov_header, strlen(sriov_header)) +
+    return chpp_stream_find(data, len, sriov_header, strlen(sriov_header)) +
            strlen(sriov_header) + 4 + 7 * 4 + 2 + 3;
 }
 
@@ -392,76 +364,6 @@ static const Corruption corruptions[] = {
       "chpp_hca_err_vmstate_refused fn 0: VF quotas: fn_res[1].num_qps 5 "
       "(1..4, the PF's own)" },
 };
-
-/*
- * Start a destination that loads @stream.  A stream that loads leaves it
- * running (paused if the source was stopped); a refused one makes it exit
- * with status 1, not by a signal
- * (QEMU 7.2 exits when an incoming migration fails).  Only QMP is used
- * while it cannot exit, so the test never races with its exit.
- */
-static void load_stream(const char *stream, const char *log, bool good)
-{
-    g_autofree char *extra = g_strdup_printf(
-        "-trace 'chpp_hca_*vmstate_*' -D %s", log);
-    g_autofree char *uri = g_strdup_printf("exec:cat %s", stream);
-    ChppDev *d = chpp_start_incoming_extra(NULL, extra, "defer");
-    int64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-
-    qmp_ok(d->qts, "migrate-incoming", uri);
-    if (!good) {
-        while (qtest_probe_child(d->qts)) {
-            g_assert_cmpint(g_get_monotonic_time(), <, end);
-            g_usleep(10000);
-        }
-        qtest_set_expected_status(d->qts, 1);
-        chpp_stop(d);
-        return;
-    }
-    for (;;) {
-        QDict *rsp = qtest_qmp(d->qts, "{ 'execute': 'query-status' }");
-        g_autofree char *st = g_strdup(qdict_get_str(
-                                  qdict_get_qdict(rsp, "return"), "status"));
-
-        qobject_unref(rsp);
-        if (strcmp(st, "inmigrate")) {
-            if (strcmp(st, "running")) {
-                g_assert_cmpstr(st, ==, "paused");
-            }
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(10000);
-    }
-    chpp_stop(d);
-}
-
-/* Corrupt data[@at] (!= @value now), load it: refused with @trace. */
-static void load_corrupted(const uint8_t *data, size_t len, const char *dir,
-                           const char *what, size_t at, uint8_t value,
-                           const char *trace)
-{
-    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
-    g_autofree char *log = g_strdup_printf("%s/log", dir);
-    g_autofree uint8_t *copy = g_memdup2(data, len);
-    g_autofree char *text = NULL;
-
-    g_test_message("corrupt %s at %zu: 0x%02x -> 0x%02x", what, at,
-                   data[at], value);
-    g_assert_cmphex(data[at], !=, value);
-    copy[at] = value;
-    g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
-    unlink(log);
-    load_stream(bad, log, false);
-    if (trace) {
-        g_assert(g_file_get_contents(log, &text, NULL, NULL));
-        if (!strstr(text, trace)) {
-            g_error("%s: no \"%s\" in the trace:\n%s", what, trace, text);
-        }
-    }
-    unlink(bad);
-    unlink(log);
-}
 
 static void test_refuse_bad_vf_state(void)
 {
@@ -481,7 +383,7 @@ static void test_refuse_bad_vf_state(void)
         chpp_node_qp(&n, 0, 0x40 + i, 4, 8);
         chpp_wr(n.d, CHPP_REG_SCRATCH, SCRATCH(i));
     }
-    save_to_file(p->d->qts, good);
+    chpp_save_to_file(p->d->qts, good);
     chpp_pf_stop(p);
     g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
 
@@ -530,10 +432,10 @@ static void test_refuse_bad_deferred_events(void)
         qpci_config_writew(p->vf[vf]->pdev, CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL,
                            devctl | PCI_EXP_DEVCTL_BCR_FLR);
     }
-    save_to_file(p->d->qts, good);
+    chpp_save_to_file(p->d->qts, good);
     chpp_pf_stop(p);
     g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
-    e0 = find(data, len, deferred_header, strlen(deferred_header)) +
+    e0 = chpp_stream_find(data, len, deferred_header, strlen(deferred_header)) +
          strlen(deferred_header) + 4;
     g_assert_cmpuint(data[e0 + 17], ==, CHPP_EVENT_VF_FLR);
 
@@ -596,7 +498,7 @@ static size_t qp_at(const uint8_t *data, size_t len, uint32_t dest_qpn,
     marker[5] = dest_magic;
     marker[6] = magic;
     marker[7] = 0;
-    return find(data, len, marker, sizeof(marker));
+    return chpp_stream_find(data, len, marker, sizeof(marker));
 }
 
 typedef struct Patch {
@@ -753,7 +655,7 @@ static void test_refuse_bad_queue_state(void)
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_RNR_NAKS), >=, 1);
     stq_be_p(eq_marker, a.eq);
     stl_be_p(eq_marker + 8, 256);
-    save_to_file(d->qts, good);
+    chpp_save_to_file(d->qts, good);
     chpp_stop(d);
     g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
 
@@ -790,7 +692,7 @@ static void test_refuse_bad_queue_state(void)
     g_assert_cmpuint(at.db_head, <, CHPP_DB_FIFO_DEPTH);
     g_assert_cmpuint(be32_at(data, at.fifo + 4 * CHPP_DB_FIFO_DEPTH + 4), ==,
                      0);
-    at.eq0 = find(data, len, eq_marker, sizeof(eq_marker));
+    at.eq0 = chpp_stream_find(data, len, eq_marker, sizeof(eq_marker));
     at.eq_pi = be32_at(data, at.eq0 + EQ_PI);
 
     /* The stream as saved loads. */
@@ -840,10 +742,10 @@ static void test_refuse_bad_db_lost(void)
     for (i = 1; i <= CHPP_DB_FIFO_DEPTH + 1; i++) {
         chpp_sq_db(d, 1, 3, i);
     }
-    save_to_file(d->qts, good);
+    chpp_save_to_file(d->qts, good);
     chpp_stop(d);
     g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
-    e0 = find(data, len, db_lost_header, strlen(db_lost_header)) +
+    e0 = chpp_stream_find(data, len, db_lost_header, strlen(db_lost_header)) +
          strlen(db_lost_header) + 4;
     named = e0 + CHPP_MAX_QPS / 8;
     g_assert_cmphex(data[e0], ==, 1 << 3);

@@ -947,7 +947,8 @@ static void test_create_errors(void)
     create_fails(t, CHPP_STAT_BAD_PARAM, &c);
     /* flags */
     c = good;
-    c.flags = 0x02;
+    /* 0x02 is CHPP_QP_FLAG_SRQ since ABI 1.5 (chpp-hca-srq-test). */
+    c.flags = 0x04;
     create_fails(t, CHPP_STAT_BAD_PARAM, &c);
     c.flags = 0xff;
     create_fails(t, CHPP_STAT_BAD_PARAM, &c);

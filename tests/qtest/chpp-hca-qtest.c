@@ -6,6 +6,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
+#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 /* Upper bound on clock steps while waiting: a hung device fails the test. */
@@ -573,14 +574,17 @@ void chpp_post_send(ChppDev *d, ChppTQp *q, ChppWqeBuf *w, bool ring)
     chpp_post_sends(d, q, &w, 1, ring);
 }
 
-void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
-                     const ChppTSge *sge, uint32_t nsge, uint32_t count)
+/* @count receive WQEs at producer index @pi of a ring (RQ or SRQ). */
+static void chpp_rwqes_write(ChppDev *d, uint64_t ring, uint8_t log,
+                             uint8_t stride, uint32_t pi, uint64_t wr_id,
+                             const ChppTSge *sge, uint32_t nsge,
+                             uint32_t count)
 {
-    g_autofree uint8_t *buf = g_malloc0((size_t)count << q->stride);
+    g_autofree uint8_t *buf = g_malloc0((size_t)count << stride);
     uint32_t i, j;
 
     for (j = 0; j < count; j++) {
-        uint8_t *w = buf + ((size_t)j << q->stride);
+        uint8_t *w = buf + ((size_t)j << stride);
 
         stq_le_p(w, wr_id + j);
         stl_le_p(w + 8, nsge);
@@ -593,9 +597,83 @@ void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
             stq_le_p(p + 8, sge[i].addr);
         }
     }
-    chpp_ring_write(d, q->rq, q->log_rq, q->stride, q->rq_pi, buf, count);
+    chpp_ring_write(d, ring, log, stride, pi, buf, count);
+}
+
+void chpp_post_recvs(ChppDev *d, ChppTQp *q, uint64_t wr_id,
+                     const ChppTSge *sge, uint32_t nsge, uint32_t count)
+{
+    chpp_rwqes_write(d, q->rq, q->log_rq, q->stride, q->rq_pi, wr_id, sge,
+                     nsge, count);
     q->rq_pi = (q->rq_pi + count) & CHPP_UAR_DB_PI_MASK;
     chpp_rq_db(d, q->uar, q->qpn, q->rq_pi);
+}
+
+/* ---- shared receive queues (ABI 1.5) ------------------------------------ */
+
+void chpp_srq_db(ChppDev *d, uint16_t uar, uint32_t srqn, uint32_t pi)
+{
+    qpci_io_writel(d->pdev, d->bar2,
+                   (uint64_t)uar * CHPP_UAR_PAGE_SIZE + CHPP_UAR_SRQ_DB,
+                   srqn << CHPP_UAR_DB_QPN_SHIFT | (pi & CHPP_UAR_DB_PI_MASK));
+}
+
+uint8_t chpp_sw2hw_srq(ChppDev *d, uint32_t srqn,
+                       const struct chpp_srq_context *ctx)
+{
+    qtest_memwrite(d->qts, d->mbox_in, ctx, sizeof(*ctx));
+    return chpp_cmd(d, CHPP_CMD_SW2HW_SRQ, d->mbox_in, srqn, 0);
+}
+
+uint8_t chpp_query_srq(ChppDev *d, uint32_t srqn,
+                       struct chpp_srq_context *ctx)
+{
+    uint8_t st = chpp_cmd(d, CHPP_CMD_QUERY_SRQ, 0, srqn, d->mbox_out);
+
+    qtest_memread(d->qts, d->mbox_out, ctx, sizeof(*ctx));
+    return st;
+}
+
+uint8_t chpp_create_srq(ChppDev *d, ChppTSrq *q, uint32_t srqn, uint32_t pd,
+                        uint8_t log_size, uint8_t stride, uint16_t uar)
+{
+    uint64_t bytes = (1ull << (log_size + stride)) +
+                     sizeof(struct chpp_srq_record);
+    struct chpp_srq_context c = {
+        .pd = cpu_to_le32(pd),
+        .log_size = log_size,
+        .log_stride = stride,
+        .log_page_size = 12,
+        .uar = cpu_to_le16(uar),
+    };
+
+    *q = (ChppTSrq) {
+        .srqn = srqn, .log_size = log_size, .stride = stride, .uar = uar,
+        .ring = guest_alloc(&d->qs->alloc, ROUND_UP(bytes, 4096)),
+    };
+    qtest_memset(d->qts, q->ring, 0xee, ROUND_UP(bytes, 4096));
+    c.mtt_base = cpu_to_le32(chpp_map_pages(d, q->ring, bytes));
+    return chpp_sw2hw_srq(d, srqn, &c);
+}
+
+void chpp_post_srq_recvs(ChppDev *d, ChppTSrq *q, uint64_t wr_id,
+                         const ChppTSge *sge, uint32_t nsge, uint32_t count)
+{
+    chpp_rwqes_write(d, q->ring, q->log_size, q->stride, q->pi, wr_id, sge,
+                     nsge, count);
+    q->pi = (q->pi + count) & CHPP_UAR_DB_PI_MASK;
+    chpp_srq_db(d, q->uar, q->srqn, q->pi);
+}
+
+void chpp_srq_record(ChppDev *d, const ChppTSrq *q, uint32_t *free,
+                     uint32_t *ci)
+{
+    struct chpp_srq_record rec;
+
+    qtest_memread(d->qts, q->ring + (1ull << (q->log_size + q->stride)),
+                  &rec, sizeof(rec));
+    *free = le32_to_cpu(rec.free);
+    *ci = le32_to_cpu(rec.ci);
 }
 
 void chpp_post_recv_sges(ChppDev *d, ChppTQp *q, uint64_t wr_id,
@@ -1007,4 +1085,109 @@ void chpp_node_expect_none(ChppNode *n, uint32_t cq)
 
     qtest_clock_step(n->d->qts, 10 * 1000 * 1000);
     g_assert_false(chpp_cqe_valid(n->d, &n->cq[cq], &cqe));
+}
+
+/* ---- migration streams as files ---------------------------------------- */
+
+void chpp_qmp_uri(QTestState *qts, const char *cmd, const char *arg)
+{
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': %s, 'arguments': "
+                           "{ 'uri': %s } }", cmd, arg);
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+void chpp_save_to_file(QTestState *qts, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("exec:cat > %s", path);
+
+    chpp_qmp_uri(qts, "migrate", uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
+        const char *st = qdict_get_str(qdict_get_qdict(rsp, "return"),
+                                       "status");
+
+        if (!strcmp(st, "completed")) {
+            qobject_unref(rsp);
+            return;
+        }
+        g_assert(strcmp(st, "failed") && strcmp(st, "cancelled"));
+        qobject_unref(rsp);
+        g_usleep(5000);
+    }
+}
+
+size_t chpp_stream_find(const uint8_t *data, size_t len, const void *what,
+                        size_t wlen)
+{
+    const uint8_t *hit = memmem(data, len, what, wlen);
+
+    g_assert(hit);
+    /* Exactly one place. */
+    g_assert(!memmem(hit + 1, data + len - hit - 1, what, wlen));
+    return hit - data;
+}
+
+void chpp_load_stream(const char *props, const char *stream, const char *log,
+                      bool good)
+{
+    g_autofree char *extra = g_strdup_printf(
+        "-trace 'chpp_hca_*vmstate_*' -D %s", log);
+    g_autofree char *uri = g_strdup_printf("exec:cat %s", stream);
+    ChppDev *d = chpp_start_incoming_extra(props, extra, "defer");
+    int64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    chpp_qmp_uri(d->qts, "migrate-incoming", uri);
+    if (!good) {
+        while (qtest_probe_child(d->qts)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(10000);
+        }
+        qtest_set_expected_status(d->qts, 1);
+        chpp_stop(d);
+        return;
+    }
+    for (;;) {
+        QDict *rsp = qtest_qmp(d->qts, "{ 'execute': 'query-status' }");
+        g_autofree char *st = g_strdup(qdict_get_str(
+                                  qdict_get_qdict(rsp, "return"), "status"));
+
+        qobject_unref(rsp);
+        if (strcmp(st, "inmigrate")) {
+            if (strcmp(st, "running")) {
+                g_assert_cmpstr(st, ==, "paused");
+            }
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10000);
+    }
+    chpp_stop(d);
+}
+
+void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
+                         const char *dir, const char *what, size_t at,
+                         uint8_t value, const char *trace)
+{
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    g_autofree uint8_t *copy = g_memdup2(data, len);
+    g_autofree char *text = NULL;
+
+    g_test_message("corrupt %s at %zu: 0x%02x -> 0x%02x", what, at,
+                   data[at], value);
+    g_assert_cmphex(data[at], !=, value);
+    copy[at] = value;
+    g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+    unlink(log);
+    chpp_load_stream(props, bad, log, false);
+    if (trace) {
+        g_assert(g_file_get_contents(log, &text, NULL, NULL));
+        if (!strstr(text, trace)) {
+            g_error("%s: no \"%s\" in the trace:\n%s", what, trace, text);
+        }
+    }
+    unlink(bad);
+    unlink(log);
 }

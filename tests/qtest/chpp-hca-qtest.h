@@ -162,6 +162,34 @@ void chpp_msix_mask(ChppDev *d, uint16_t vector, bool mask);
 /* True if @vector sent a message since the last call (and clears it). */
 bool chpp_msix_fired(ChppDev *d, uint16_t vector);
 
+/*
+ * Shared receive queues (ABI 1.5): an SRQ as the test sees it.  Its ring
+ * (then the consumer record) is allocated, filled with 0xee and mapped by
+ * chpp_create_srq().
+ */
+typedef struct ChppTSrq {
+    uint32_t srqn;
+    uint64_t ring;
+    uint32_t pi;
+    uint8_t log_size;
+    uint8_t stride;
+    uint16_t uar;
+} ChppTSrq;
+
+uint8_t chpp_sw2hw_srq(ChppDev *d, uint32_t srqn,
+                       const struct chpp_srq_context *ctx);
+uint8_t chpp_query_srq(ChppDev *d, uint32_t srqn,
+                       struct chpp_srq_context *ctx);
+uint8_t chpp_create_srq(ChppDev *d, ChppTSrq *q, uint32_t srqn, uint32_t pd,
+                        uint8_t log_size, uint8_t stride, uint16_t uar);
+void chpp_srq_db(ChppDev *d, uint16_t uar, uint32_t srqn, uint32_t pi);
+/* As chpp_post_recvs(), into the SRQ, and one SRQ doorbell. */
+void chpp_post_srq_recvs(ChppDev *d, ChppTSrq *q, uint64_t wr_id,
+                         const ChppTSge *sge, uint32_t nsge, uint32_t count);
+/* The consumer record the device wrote behind the ring. */
+void chpp_srq_record(ChppDev *d, const ChppTSrq *q, uint32_t *free,
+                     uint32_t *ci);
+
 /* Memory regions and CQs: raw commands returning the status. */
 uint8_t chpp_query_mpt(ChppDev *d, uint32_t idx, struct chpp_mpt_context *ctx);
 uint8_t chpp_write_mtt_status(ChppDev *d, uint64_t first,
@@ -263,5 +291,28 @@ uint64_t chpp_cpu_ns(int pid);
 void chpp_med_p99(int64_t *v, uint32_t n, double *med, double *p99);
 /* "64 B", "4 KiB", "1 MiB" (a few static buffers in rotation). */
 const char *chpp_size_str(uint32_t size);
+
+/*
+ * Migration streams as files, for tests of streams the device refuses.
+ * chpp_qmp_uri: a QMP command taking a 'uri' argument, which must succeed.
+ * chpp_save_to_file: the running VM's state into @path (it ends stopped).
+ * chpp_stream_find: the offset of the one place @what is in @data.
+ * chpp_load_stream: start a destination (device @props) that loads
+ * @stream, tracing chpp_hca_*vmstate_* into @log; a stream that loads
+ * leaves it running or paused (@good), a refused one makes it exit with
+ * status 1, not by a signal (QEMU 7.2 exits when an incoming migration
+ * fails).
+ * chpp_load_corrupted: data[@at] (!= @value now) set to @value, loaded
+ * from a file in @dir: refused, with @trace in the trace if not NULL.
+ */
+void chpp_qmp_uri(QTestState *qts, const char *cmd, const char *arg);
+void chpp_save_to_file(QTestState *qts, const char *path);
+size_t chpp_stream_find(const uint8_t *data, size_t len, const void *what,
+                        size_t wlen);
+void chpp_load_stream(const char *props, const char *stream, const char *log,
+                      bool good);
+void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
+                         const char *dir, const char *what, size_t at,
+                         uint8_t value, const char *trace);
 
 #endif

@@ -55,7 +55,7 @@ typedef uint64_t chpp_le64;
 
 /* ABI version, reported by CHPP_REG_ABI_VERSION and QUERY_FW. */
 #define CHPP_ABI_VERSION_MAJOR      1
-#define CHPP_ABI_VERSION_MINOR      4
+#define CHPP_ABI_VERSION_MINOR      5
 #define CHPP_ABI_VERSION \
     ((CHPP_ABI_VERSION_MAJOR << 16) | CHPP_ABI_VERSION_MINOR)
 
@@ -293,6 +293,10 @@ _Static_assert(CHPP_CNT_COUNT == CHPP_CNT_NUM, "counters are 0..NUM - 1");
     X(QUERY_QP,         0x022) \
     X(RING_SQ,          0x023)      /* ABI 1.3 */ \
     X(QUERY_DB_LOST,    0x024)      /* ABI 1.4 */ \
+    X(SW2HW_SRQ,        0x035)      /* ABI 1.5 */ \
+    X(HW2SW_SRQ,        0x036)      /* ABI 1.5 */ \
+    X(QUERY_SRQ,        0x037)      /* ABI 1.5 */ \
+    X(ARM_SRQ,          0x040)      /* ABI 1.5 */ \
     X(INIT2INIT_QP,     0x02d) \
     X(SQD2SQD_QP,       0x038) \
     X(NOP,              0x031) \
@@ -369,13 +373,15 @@ struct chpp_dev_cap {
     chpp_le32 max_mpts;
     chpp_le32 max_mtt_entries;
     chpp_le32 max_pds;
-    chpp_le32 max_srqs;
+    chpp_le32 max_srqs;          /* ABI 1.5: num-srqs (0 before) */
     chpp_le32 max_sge;
     chpp_le32 max_inline;
     chpp_le32 max_msg_size;
     chpp_le32 reserved1;
     chpp_le64 page_size_cap;     /* bit n set: pages of 2^n bytes */
-    chpp_le32 reserved2[10];
+    chpp_le32 max_srq_wqes;      /* ABI 1.5: CHPP_MAX_SRQ_WQES */
+    chpp_le32 max_srq_sge;       /* ABI 1.5: CHPP_MAX_SGE */
+    chpp_le32 reserved2[8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 
@@ -393,6 +399,7 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_dev_cap, 128);
 #define CHPP_VF_DEFAULT_PDS         16
 #define CHPP_VF_DEFAULT_MTTS        4096
 #define CHPP_VF_DEFAULT_MSIX        4
+#define CHPP_VF_DEFAULT_SRQS        2   /* ABI 1.5 */
 #define CHPP_ARB_MAX_WEIGHT         255
 #define CHPP_ARB_MAX_PRIORITY       7
 
@@ -407,7 +414,13 @@ struct chpp_vf_res {
     uint8_t  weight;            /* doorbell FIFO arbitration, 1..255 */
     uint8_t  priority;          /* 0..7, higher served first */
     chpp_le16 reserved0;
-    chpp_le32 reserved1[8];
+    /*
+     * ABI 1.5: shared receive queues, 0..the PF's num-srqs; SET_VF_RES
+     * with 0 (what an ABI 1.4 driver leaves in the reserved word) gives
+     * the default, MIN(CHPP_VF_DEFAULT_SRQS, the PF's own).
+     */
+    chpp_le32 num_srqs;
+    chpp_le32 reserved1[7];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_vf_res, 64);
 
@@ -620,6 +633,12 @@ struct chpp_eqe_qp {
     chpp_le32 reserved[5];
 };
 
+/* SRQ_LIMIT and SRQ_CATAS_ERROR events (ABI 1.5). */
+struct chpp_eqe_srq {
+    chpp_le32 srqn;
+    chpp_le32 reserved[5];
+};
+
 struct chpp_eqe {
     uint8_t  type;              /* enum chpp_event_type */
     uint8_t  subtype;           /* PORT_CHANGE: new port state */
@@ -632,6 +651,7 @@ struct chpp_eqe {
         struct chpp_eqe_cq cq;
         struct chpp_eqe_qp qp;
         struct chpp_eqe_vf vf;
+        struct chpp_eqe_srq srq;
         chpp_le32 raw[6];
     } event;
     chpp_le32 owner;             /* bit 31: CHPP_EQE_OWNER */
@@ -835,6 +855,7 @@ enum chpp_vendor_err {
 #define CHPP_UAR_SQ_DB              0x00    /* 32-bit: qpn << 16 | sq pi */
 #define CHPP_UAR_RQ_DB              0x08    /* 32-bit: qpn << 16 | rq pi */
 #define CHPP_UAR_CQ_DB              0x10    /* 64-bit, see below */
+#define CHPP_UAR_SRQ_DB             0x18    /* ABI 1.5: srqn << 16 | pi */
 #define CHPP_UAR_DB_QPN_SHIFT       16
 #define CHPP_UAR_DB_PI_MASK         0xffffu
 /*
@@ -923,6 +944,12 @@ CHPP_ABI_NAME_FN(chpp_qp_type_name, CHPP_QPT_LIST)
 #define CHPP_ACCESS_REMOTE_ATOMIC   (1u << 3)
 
 #define CHPP_QP_FLAG_SQ_SIG_ALL     (1u << 0)   /* every send WQE signals */
+/*
+ * ABI 1.5: the QP takes its receive WQEs from the SRQ srqn; its RQ fields
+ * (rq_mtt_base, log_rq_size, log_rq_stride, rq_log_page_size) are ignored
+ * and its RQ doorbells refused.
+ */
+#define CHPP_QP_FLAG_SRQ            (1u << 1)
 
 #define CHPP_MIN_WQE_SHIFT          6           /* 64-byte WQEs */
 #define CHPP_MAX_WQE_SHIFT          11          /* 2 KiB WQEs */
@@ -980,7 +1007,8 @@ struct chpp_qp_context {
     uint8_t  sq_draining;       /* QUERY_QP: SQD not yet drained */
     uint8_t  en_sqd_async_notify;
     uint8_t  reserved0[2];
-    chpp_le32 reserved1[9];
+    chpp_le32 srqn;              /* ABI 1.5: with CHPP_QP_FLAG_SRQ */
+    chpp_le32 reserved1[8];
 };
 CHPP_ABI_ASSERT_SIZE(struct chpp_qp_context, 128);
 
@@ -1072,5 +1100,51 @@ CHPP_ABI_ASSERT_SIZE(struct chpp_rwqe_hdr, 16);
 
 /* UD receives: the first 40 bytes of the buffer are the (zeroed) GRH. */
 #define CHPP_UD_GRH_SIZE            40
+
+/*
+ * Shared receive queues (ABI 1.5, docs/shared-receive-queues.md).  SRQN =
+ * index, 0 .. num-srqs - 1.  The ring is 2^log_size receive WQEs (the RQ's
+ * format) of 2^log_stride bytes, mapped by MTT entries mtt_base.. like an
+ * RQ, followed at byte 2^(log_size + log_stride) by the consumer record
+ * (struct chpp_srq_record), which the device writes.
+ */
+#define CHPP_MAX_SRQ_WQES           32768
+#define CHPP_DEFAULT_SRQS           8
+#define CHPP_MAX_SRQS               4096
+
+/* SW2HW_SRQ: in_modifier = srqn, in_param = mailbox; QUERY_SRQ output. */
+struct chpp_srq_context {
+    chpp_le32 pd;                /* the PD of the WQEs' lkeys */
+    chpp_le32 mtt_base;          /* MTT entry of the ring's first page */
+    uint8_t  log_size;          /* 2^log_size WQEs, 0..15 */
+    uint8_t  log_stride;        /* WQE size 2^log_stride bytes, 6..11 */
+    uint8_t  log_page_size;     /* 12..30 */
+    uint8_t  state;             /* QUERY_SRQ: enum chpp_res_state */
+    chpp_le16 uar;               /* UAR page allowed to ring its doorbell */
+    chpp_le16 reserved0;
+    chpp_le32 limit;             /* QUERY_SRQ: armed limit, 0 = not armed */
+    chpp_le32 pi;                /* QUERY_SRQ: producer index (doorbell) */
+    chpp_le32 ci;                /* QUERY_SRQ: next WQE to take */
+    chpp_le32 free;              /* QUERY_SRQ: the record's free index */
+    chpp_le32 num_qps;           /* QUERY_SRQ: QPs attached */
+    chpp_le32 reserved1[7];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_srq_context, 64);
+
+/*
+ * The consumer record after the ring, written by the device after each WQE
+ * it takes and each message that lets a WQE go.  Every WQE before index
+ * free (16-bit counter, like the producer index) is done with: its slot
+ * may be posted again.  WQEs from free to ci were taken and some of them
+ * (a message arriving in several packets) are still being filled.
+ */
+struct chpp_srq_record {
+    chpp_le32 free;
+    chpp_le32 ci;                /* next WQE the device takes */
+    chpp_le32 reserved[2];
+};
+CHPP_ABI_ASSERT_SIZE(struct chpp_srq_record, 16);
+
+/* ARM_SRQ: in_modifier = srqn, in_param = limit (0 disarms, <= size). */
 
 #endif /* CHPP_HCA_ABI_H */
