@@ -343,7 +343,7 @@ static void test_migrate_with_work(const char *props, int mig)
          * Timing mode (CHPP_QTEST_PROPS): node 2 takes a doorbell only as
          * fast as the prototype's descriptor fetch, in virtual time.
          */
-        if (chpp_env_props()) {
+        if (chpp_timing_on()) {
             qtest_clock_step(t.p[1]->d->qts, 1000);
         }
         g_usleep(1000);

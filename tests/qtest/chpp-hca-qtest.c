@@ -28,6 +28,13 @@ const char *chpp_env_props(void)
     return p && *p ? p : NULL;
 }
 
+bool chpp_timing_on(void)
+{
+    const char *p = chpp_env_props();
+
+    return p && strstr(p, "timing=on");
+}
+
 static ChppDev *chpp_boot(const char *props, const char *extra)
 {
     ChppDev *d = g_new0(ChppDev, 1);

@@ -30,6 +30,8 @@ typedef struct ChppDev {
 
 /* CHPP_QTEST_PROPS: properties every device the helpers start gets; NULL. */
 const char *chpp_env_props(void);
+/* Do those properties turn the timing mode on (docs/timing-model.md)? */
+bool chpp_timing_on(void);
 /* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
 ChppDev *chpp_start(const char *props, const char *extra);
 /* Same, for an incoming migration from @uri; takes state from @src. */
