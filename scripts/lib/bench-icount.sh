@@ -59,9 +59,10 @@ MODEL0=$(model_lines --props "$ZERO")
 LOG="$CHPP_BUILD/guest/single-node1.log"
 guest_run() {   # $1: extra device properties; the rows to $2
     CHPP_ICOUNT_SLICE_NS=$SLICE "$CHPP_ROOT/scripts/pair.sh" --single \
-        --timeout 1200 --device-args "timing=on,num-qps=16$1" \
+        --timeout 1200 --timing --icount "$SHIFT" --smp 2 \
+        --device-args "num-qps=16$1" \
         --kargs "chpp.bench=icount chpp.sizes=$SIZES chpp.iters=$ITERS" \
-        "${PASS[@]}" -- -smp 2 -icount "shift=$SHIFT,sleep=off" >&2
+        "${PASS[@]}" >&2
     tr -d '\r' <"$LOG" >"$2"
 }
 G1=$(mktemp) G0=$(mktemp)
