@@ -992,11 +992,15 @@ int chpp_find_qemu_pid(int except)
 {
     g_autoptr(GDir) dir = g_dir_open("/proc", 0, NULL);
     const char *name;
+    unsigned long long newest = 0;
+    int found = 0;
 
+    /* The youngest live one: an older QEMU may still be on its way out. */
     while (dir && (name = g_dir_read_name(dir))) {
         g_autofree char *path = g_strdup_printf("/proc/%s/stat", name);
         g_autofree char *stat = NULL;
-        char *p;
+        unsigned long long start;
+        char *p, state;
         int ppid;
 
         if (!g_ascii_isdigit(name[0]) || atoi(name) == except ||
@@ -1004,12 +1008,17 @@ int chpp_find_qemu_pid(int except)
             continue;
         }
         p = strrchr(stat, ')');
-        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == getpid() &&
-            strstr(stat, "(qemu-system")) {
-            return atoi(name);
+        /* Fields 3 (state), 4 (ppid) and 22 (start time). */
+        if (p && sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                        "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &state, &ppid,
+                        &start) == 3 &&
+            ppid == getpid() && state != 'Z' && strstr(stat, "(qemu-system") &&
+            (!found || start >= newest)) {
+            found = atoi(name);
+            newest = start;
         }
     }
-    return 0;
+    return found;
 }
 
 uint64_t chpp_cpu_ns(int pid)

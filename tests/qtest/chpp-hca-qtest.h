@@ -285,7 +285,10 @@ void chpp_pf_stop(ChppPf *p);
 ChppPf *chpp_pf_adopt_migrated(ChppDev *dst, ChppPf *src);
 
 /* Benchmark helpers. */
-/* A QEMU child of this process (libqtest execs it), other than @except. */
+/*
+ * A QEMU child of this process (libqtest execs it), other than @except:
+ * the youngest live one.
+ */
 int chpp_find_qemu_pid(int except);
 /* CPU time (ns) of all threads of @pid (0: this process), from schedstat. */
 uint64_t chpp_cpu_ns(int pid);
