@@ -48,6 +48,9 @@ PACKAGES=(
     # UCX (ucx_info, ucx_perftest and UCX's verbs transports): its rc_verbs
     # transport, which Open MPI uses on InfiniBand, needs SRQs
     ucx-utils libucx0
+    # the timing benchmark's plots (scripts/bench.sh --timing,
+    # scripts/lib/timing-plot.py)
+    python3-matplotlib
     # management datagrams in the guests: the SM/SA and the diagnostics
     # (docs/management-datagrams.md)
     opensm infiniband-diags

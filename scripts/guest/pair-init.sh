@@ -28,6 +28,9 @@
 #                     nvmet-rdma on node 1, nvme-rdma + nvme-cli on node 2
 #                     (needs --device-args num-mpts=512,num-mtts=131072)
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
+#   chpp.bench=icount single: only ib_write_lat between two processes of
+#                     the guest, for each size of chpp.sizes=N,N,... with
+#                     chpp.iters=N round trips (scripts/lib/bench-icount.sh)
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
 #   chpp.sections=1   print chpp_hca's section addresses after each load
@@ -120,6 +123,16 @@ fi
 if [ "$NOTEST" = 1 ]; then
     load_driver
     finish PASS "driver loaded"
+fi
+
+# chpp.bench=icount: ib_write_lat inside this guest (scripts/lib/bench-icount.sh).
+if [ "$BENCH" = icount ]; then
+    [ "$MODE" = single ] || fail "chpp.bench=icount needs one guest (--single)"
+    . /chpp/verbs-init.sh
+    load_driver
+    say "cpus $(nproc), $(grep -m 1 'cpu MHz' /proc/cpuinfo | tr -s ' \t' ' ')"
+    icount_bench chpp0 "$(chpp_arg sizes)" "$(chpp_arg iters)"
+    finish PASS "icount latency benchmark"
 fi
 
 # chpp.only=mad|ipoib: only that middleware stage (scripts/guest/mad-init.sh).
