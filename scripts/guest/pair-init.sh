@@ -18,6 +18,7 @@
 #   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
 #                     the fault from the host while both nodes stream)
 #   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
+#   chpp.only=mpi     pair: only the MPI stage (mpi-init.sh; pair.sh --mpi)
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
@@ -115,6 +116,15 @@ fi
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
 # chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark
 # (scripts/lib/bench-verbs.sh).
+if [ "$ONLY" = mpi ]; then
+    [ "$MODE" = pair ] || fail "chpp.only=mpi needs the pair"
+    [ -f /chpp/mpi-init.sh ] || fail "no /chpp/mpi-init.sh: boot with pair.sh --mpi"
+    . /chpp/verbs-init.sh
+    . /chpp/mpi-init.sh
+    load_driver
+    mpi_stage
+    finish PASS "MPI and UCX on chpp0 and soft-RoCE"
+fi
 if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /chpp/verbs-init.sh

@@ -1,0 +1,161 @@
+# shellcheck shell=sh
+# Sourced as /chpp/mpi-init.sh by /init (scripts/guest/pair-init.sh) in the
+# paired driver guests with chpp.only=mpi (pair.sh --mpi): Debian's Open MPI
+# (pml ucx over rc_verbs, ud_verbs for UCP's wire-up) with one rank per
+# guest running chpp-mpi-test (guest-driver/mpi/), and ucx_perftest's UCP
+# tests (tag matching, put, get; small and large), first on chpp-hca
+# (chpp0), then in the same boot on soft-RoCE (rdma_rxe on the control
+# network's virtio-net). Uses say, fail, fetch, wait_active, NODE, PEER,
+# and vrun, perf helpers of verbs-init.sh. docs/middleware.md.
+#
+# Launching without ssh: node 2 runs a tiny remote-shell listener on the
+# control network (busybox nc -ll -e /bin/chpp-rshd: reads one command line,
+# runs it with sh, its output back on the connection); node 1 runs mpirun
+# with plm_rsh_agent=/bin/chpp-rsh, which sends the command line of orted
+# there, as ssh would. Open MPI's own launcher, daemon (orted), PMIx and
+# I/O forwarding then work unchanged.
+#
+#   mpi_setup             both nodes: names, passwd, limits, /dev/shm; node 2's listener
+#   mpi_run DEV           node 1: mpirun of chpp-mpi-test on DEV, result published
+#                         to node 2 as /www/mpiDEV; node 2 waits for it
+#   ucx_ucp DEV [GIDX]    ucx_perftest UCP tag_lat, tag_bw, ucp_put_bw, ucp_get
+#                         between the nodes on DEV
+
+RSHD_PORT=8022
+
+mpi_setup() {
+    hostname "chpp-node$NODE"
+    printf '127.0.0.1 localhost\n10.0.2.1 chpp-node1\n10.0.2.2 chpp-node2\n' >/etc/hosts
+    printf 'passwd: files\ngroup: files\nhosts: files\n' >/etc/nsswitch.conf
+    export HOME=/root TMPDIR=/tmp
+    export UCX_MODULE_DIR=/usr/lib/x86_64-linux-gnu/ucx
+    mkdir -p /dev/shm
+    grep -q ' /dev/shm ' /proc/mounts || mount -t tmpfs shm /dev/shm
+    # UCP registers pools of several MiB; inherited by the listener's
+    # commands (orted and the rank on node 2).
+    ulimit -l unlimited || fail "ulimit -l unlimited"
+    # The remote shell of mpirun's rsh launcher (the agent, on node 1).
+    printf '#!/bin/sh\n# chpp-rsh HOST CMD...: run CMD on HOST (ssh for plm_rsh)\nh=$(awk -v h="$1" '"'"'$2 == h { print $1 }'"'"' /etc/hosts)\nshift\necho "$*" | exec nc "${h:-$PEER}" %s\n' \
+        "$RSHD_PORT" >/bin/chpp-rsh
+    printf '#!/bin/sh\nread -r cmd\nexec sh -c "$cmd" 2>&1\n' >/bin/chpp-rshd
+    chmod +x /bin/chpp-rsh /bin/chpp-rshd
+    if [ "$NODE" = 2 ]; then
+        nc -ll -p "$RSHD_PORT" -e /bin/chpp-rshd &
+        w=0
+        until listening "$RSHD_PORT"; do
+            sleep 0.2; w=$((w + 1))
+            [ $w -lt 100 ] || fail "chpp-rshd does not listen"
+        done
+        echo up >/www/rshd
+    fi
+    say "mpi: $(mpirun --allow-run-as-root --version 2>&1 | head -n 1)," \
+        "launcher chpp-rsh (node 2 listens on port $RSHD_PORT)"
+}
+
+# mpi_run DEV [EXTRA-ENV...]: chpp-mpi-test, rank 0 on node 1, rank 1 on
+# node 2, pml ucx on DEV:1 with rc_verbs (ud_verbs for the wire-up).
+mpi_run() {
+    dev=$1
+    shift
+    if [ "$NODE" = 2 ]; then
+        fetch "mpi$dev" 900 || fail "mpi $dev: no result from node 1"
+        grep -q PASS "/tmp/mpi$dev" || fail "mpi $dev: node 1 says $(cat "/tmp/mpi$dev")"
+        say "mpi $dev: node 1 reports PASS (rank 1 ran here)"
+        return 0
+    fi
+    fetch rshd 120 || fail "node 2's chpp-rshd never listened"
+    set -- -x UCX_TLS=rc_verbs,ud_verbs,self -x "UCX_NET_DEVICES=$dev:1" -x UCX_MODULE_DIR "$@"
+    timeout 600 mpirun --allow-run-as-root -np 2 --host chpp-node1,chpp-node2 --map-by node \
+        --mca plm_rsh_agent /bin/chpp-rsh --mca plm_rsh_no_tree_spawn 1 \
+        --mca oob_tcp_if_include 10.0.2.0/24 \
+        --mca pml ucx --mca pml_ucx_devices any --mca pml_ucx_tls any \
+        --mca osc ucx --mca btl self --mca coll ^hcoll \
+        "$@" /bin/chpp-mpi-test >"/tmp/mpi-$dev.log" 2>&1
+    rc=$?
+    if [ $rc != 0 ] || ! grep -q '^chpp-mpi: PASS' "/tmp/mpi-$dev.log"; then
+        echo FAIL >"/www/mpi$dev"
+        cat "/tmp/mpi-$dev.log"
+        fail "mpi $dev: mpirun chpp-mpi-test exited with $rc"
+    fi
+    echo PASS >"/www/mpi$dev"
+    sed -n 's/^chpp-mpi: /mpi '"$dev"': /p' "/tmp/mpi-$dev.log" | while read -r l; do say "$l"; done
+}
+
+# ucx_ucp DEV: UCP-level ucx_perftest (what Open MPI's pml ucx and osc ucx
+# use) on DEV:1, UCX_TLS=rc_verbs,ud_verbs; figures on node 2 (the client)
+# in /tmp/ucp-DEV.fig ("TEST SIZE value unit").
+ucx_ucp() {
+    dev=$1
+    : >"/tmp/ucp-$dev.fig"
+    # TEST:SIZE:ITERATIONS
+    for t in tag_lat:8:1000 tag_lat:65536:200 tag_bw:8:1000 tag_bw:1048576:50 \
+             ucp_put_lat:8:1000 ucp_put_bw:4096:500 ucp_put_bw:1048576:50 ucp_get:4096:500 ucp_get:1048576:50; do
+        tt=${t%%:*} r=${t#*:}
+        sz=${r%%:*} n=${r#*:}
+        name="${dev}ucp$(echo "$tt" | tr -d _)$sz"
+        vrun "$name" 300 env UCX_TLS=rc_verbs,ud_verbs "UCX_NET_DEVICES=$dev:1" \
+            ucx_perftest -t "$tt" -s "$sz" -n "$n"
+        [ "$NODE" = 1 ] && continue
+        fin=$(grep '^Final:' "/tmp/$name.log" | tr -s ' ')
+        [ -n "$fin" ] || { cat "/tmp/$name.log"; fail "ucx_perftest -t $tt -s $sz on $dev: no Final row"; }
+        # Final: n  lat(typ) lat(avg) lat(overall)  bw(avg) bw(overall)  mr(avg) mr(overall)
+        case $tt in
+            *lat) v=$(echo "$fin" | awk '{print $4}') u=usec ;;
+            *) v=$(echo "$fin" | awk '{print $7}') u=MB/s ;;
+        esac
+        echo "$tt $sz $v $u" >>"/tmp/ucp-$dev.fig"
+        say "ucp $dev: ucx_perftest $tt $sz B x$n: $fin"
+    done
+}
+
+# rxe_up: soft-RoCE on the control network; RXE_GIDX: the index of its
+# IPv4 (RoCE v2) GID, the one perftest and UCX must use (UCX's own choice,
+# the IPv6 link-local GID, times out UD's wire-up).
+rxe_up() {
+    rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+    wait_active 30 rxe0 || fail "rxe0 not ACTIVE"
+    gid=$(grep -l "0000:0000:0000:0000:0000:ffff:0a00:020$NODE" \
+          /sys/class/infiniband/rxe0/ports/1/gids/* | head -n 1)
+    [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+    RXE_GIDX=${gid##*/}
+    say "rxe0 ACTIVE on eth0, IPv4 GID index $RXE_GIDX"
+}
+
+# mpi_stage: all of it, chpp0 then rxe0, and the figures side by side
+# (chpp.mpidevs=DEVS on the kernel command line: only those, e.g. rxe0).
+mpi_stage() {
+    devs=$(chpp_arg mpidevs)
+    mpi_setup
+    for d in ${devs:-chpp0 rxe0}; do
+        case $d in
+            chpp0)
+                mpi_run chpp0
+                ucx_ucp chpp0 ;;
+            rxe0)
+                rxe_up
+                export UCX_IB_GID_INDEX="$RXE_GIDX"
+                mpi_run rxe0 -x UCX_IB_GID_INDEX
+                ucx_ucp rxe0
+                unset UCX_IB_GID_INDEX ;;
+            *) fail "chpp.mpidevs: unknown device $d" ;;
+        esac
+    done
+    [ -z "$devs" ] || return 0
+    if [ "$NODE" = 1 ]; then
+        say "mpi: chpp-mpi-test, chpp-hca vs soft-RoCE (same boot, same guests):"
+        for f in latency bandwidth allreduce; do
+            grep "^chpp-mpi: $f" /tmp/mpi-chpp0.log | while read -r l; do
+                k=$(echo "$l" | sed 's/: [0-9.]* [a-zA-Z/]*.*$//; s/^chpp-mpi: //')
+                a=$(echo "$l" | sed 's/.*: \([0-9.]*\) \([a-zA-Z/]*\).*/\1 \2/')
+                b=$(grep -F "chpp-mpi: $k: " /tmp/mpi-rxe0.log | sed 's/.*: \([0-9.]*\) \([a-zA-Z/]*\).*/\1 \2/')
+                say "mpi table: $k | chpp-hca $a | soft-RoCE $b"
+            done
+        done
+    else
+        say "ucp: ucx_perftest, chpp-hca vs soft-RoCE (same boot, same guests):"
+        while read -r tt sz v u; do
+            b=$(awk -v t="$tt" -v s="$sz" '$1 == t && $2 == s { print $3 " " $4 }' /tmp/ucp-rxe0.fig)
+            say "ucp table: $tt $sz B | chpp-hca $v $u | soft-RoCE $b"
+        done </tmp/ucp-chpp0.fig
+    fi
+}
