@@ -37,7 +37,7 @@ mpi_setup() {
     # commands (orted and the rank on node 2).
     ulimit -l unlimited || fail "ulimit -l unlimited"
     # The remote shell of mpirun's rsh launcher (the agent, on node 1).
-    printf '#!/bin/sh\n# chpp-rsh HOST CMD...: run CMD on HOST (ssh for plm_rsh)\nh=$(awk -v h="$1" '"'"'$2 == h { print $1 }'"'"' /etc/hosts)\nshift\necho "$*" | exec nc "${h:-$PEER}" %s\n' \
+    printf '#!/bin/sh\n# chpp-rsh HOST CMD...: run CMD on HOST (ssh for plm_rsh)\nh=$(awk -v h="$1" '"'"'$2 == h { print $1 }'"'"' /etc/hosts)\n[ -n "$h" ] || h=$1\nshift\necho "$*" | exec nc "$h" %s\n' \
         "$RSHD_PORT" >/bin/chpp-rsh
     printf '#!/bin/sh\nread -r cmd\nexec sh -c "$cmd" 2>&1\n' >/bin/chpp-rshd
     chmod +x /bin/chpp-rsh /bin/chpp-rshd
