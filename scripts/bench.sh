@@ -14,6 +14,19 @@
 #   scripts/bench.sh --verbs [args...] perftest between the two driver
 #                                      guests on chpp-hca and on soft-RoCE
 #                                      (scripts/lib/bench-verbs.sh)
+#   scripts/bench.sh --timing [args...] the timing model against seed 004
+#                                      (chpp-hca-timing-bench, virtual time
+#                                      only): Table 3, figures 15, 16 and 19
+#                                      as tables, CSV and PNG plots in
+#                                      build/timing/ (--out DIR elsewhere);
+#                                      --sizes N,N,... --quick --props P
+#                                      --no-table3 --no-mtu --no-payload
+#                                      --no-share
+#   scripts/bench.sh --timing-icount [pair.sh options]
+#                                      perftest's ib_write_lat in one guest
+#                                      under -icount with the device in
+#                                      timing mode, against the model
+#                                      (scripts/lib/bench-icount.sh)
 #
 # The table goes to stdout, with one "BENCH key=value ..." line per
 # measurement for scripts. See docs/build.md ("Benchmark").
@@ -28,10 +41,33 @@ if [ "${1:-}" = --verbs ]; then
     shift
     exec "$CHPP_ROOT/scripts/lib/bench-verbs.sh" "$@"
 fi
+if [ "${1:-}" = --timing-icount ]; then
+    shift
+    exec "$CHPP_ROOT/scripts/lib/bench-icount.sh" "$@"
+fi
 prog=chpp-hca-bench
+args=("$@")
+timing_out=
 if [ "${1:-}" = --link ]; then
     prog=chpp-hca-link-bench
     shift
+    args=("$@")
+elif [ "${1:-}" = --timing ]; then
+    prog=chpp-hca-timing-bench
+    shift
+    timing_out="$CHPP_BUILD/timing"
+    args=()
+    while [ $# -gt 0 ]; do
+        if [ "$1" = --out ] && [ $# -gt 1 ]; then
+            timing_out=$(mkdir -p "$2" && cd "$2" && pwd)
+            shift 2
+            continue
+        fi
+        args+=("$1")
+        shift
+    done
+    mkdir -p "$timing_out"
+    args+=(--out "$timing_out")
 fi
 exe="$CHPP_QEMU_BUILD/tests/qtest/$prog"
 [ -x "$exe" ] || chpp_die "no build/qemu/tests/qtest/$prog (did scripts/build-qemu.sh succeed?)"
@@ -41,4 +77,9 @@ chpp_log "running $prog $*"
 # Run from the QEMU build directory, as the qtests do. libqtest's
 # "# starting QEMU" line goes to stderr.
 cd "$CHPP_QEMU_BUILD"
-exec "$exe" "$@"
+if [ -z "$timing_out" ]; then
+    exec "$exe" "${args[@]}"
+fi
+"$exe" "${args[@]}"
+chpp_log "plots (matplotlib) of the CSV files in ${timing_out#$CHPP_ROOT/}:"
+"$CHPP_PYTHON" "$CHPP_ROOT/scripts/lib/timing-plot.py" "$timing_out"

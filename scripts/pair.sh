@@ -25,6 +25,13 @@
 #                     RDMA writes, cut the link and drop every data frame
 #                     until both streams failed (docs/guest-driver.md)
 #   --device-args S   extra chpp-hca properties for every guest (e.g. num-qps=16)
+#   --timing          every chpp-hca in timing mode: work takes the FPGA
+#                     prototype's virtual time (docs/timing-model.md)
+#   --icount SHIFT    the guests' clock is QEMU's virtual clock: -icount
+#                     shift=SHIFT,sleep=off (2^SHIFT ns per instruction), vCPUs
+#                     taking turns of at most CHPP_ICOUNT_SLICE_NS (default
+#                     200) ns; with --timing a guest measures the model
+#   --smp N           N vCPUs per guest (default 1)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
 #   --iommu           q35 with an emulated Intel IOMMU (interrupt remapping,
@@ -54,7 +61,7 @@ set -euo pipefail
 . "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
-IOMMU=0 VFIO=0 NESTED=0 MPI=0
+IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1 MPI=0
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -74,13 +81,20 @@ while [ $# -gt 0 ]; do
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
         --kargs) KARGS=$2; shift ;;
-        --device-args) DEVARGS=",$2"; shift ;;
+        --device-args) DEVARGS="$DEVARGS,$2"; shift ;;
+        --timing) TIMING=1 ;;
+        --icount) ICOUNT=$2; shift ;;
+        --smp) SMP=$2; shift ;;
         --) shift; EXTRA=("$@"); break ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) chpp_die "unknown option '$1' (see --help)" ;;
     esac
     shift
 done
+
+[ "$TIMING" = 1 ] && DEVARGS=",timing=on$DEVARGS"
+# -icount: vCPUs take short turns (a hook of scripts/lib/qemu-hooks.patch).
+[ -z "$ICOUNT" ] || export CHPP_ICOUNT_SLICE_NS="${CHPP_ICOUNT_SLICE_NS:-200}"
 
 GUEST="$CHPP_BUILD/guest"
 mkdir -p "$GUEST"
@@ -221,6 +235,8 @@ qemu_cmd() {
     CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
          -monitor "unix:$RUN/mon$n.sock,server=on,wait=off")
+    [ "$SMP" = 1 ] || CMD+=(-smp "$SMP")
+    [ -z "$ICOUNT" ] || CMD+=(-icount "shift=$ICOUNT,sleep=off")
     if [ "$IOMMU" = 1 ]; then
         # The IOMMU comes before the devices it translates for. With KVM,
         # interrupt remapping needs kernel-irqchip=split; TCG ignores it.

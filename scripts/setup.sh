@@ -52,6 +52,9 @@ PACKAGES=(
     # orted, libmpi with its UCX pml (copied into the initramfs), and mpicc
     # for guest-driver/mpi/chpp-mpi-test.c
     openmpi-bin libopenmpi3 libopenmpi-dev
+    # the timing benchmark's plots (scripts/bench.sh --timing,
+    # scripts/lib/timing-plot.py)
+    python3-matplotlib
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)

@@ -114,12 +114,29 @@ int chpp_refuse(ChppHcaState *s, const char *fmt, ...)
     return -EINVAL;
 }
 
+void chpp_engine_kick_at(ChppHcaState *s, int64_t when_ns)
+{
+    if (s->engine_stopped || s->gone) {
+        return;
+    }
+    timer_mod_anticipate(s->engine_timer, when_ns);
+}
+
 void chpp_engine_kick(ChppHcaState *s)
 {
     if (s->engine_stopped || s->gone) {
         return;
     }
-    if (s->params.engine_delay_ns) {
+    if (chpp_timing_active(s)) {
+        /*
+         * Timing mode: the engine runs on the virtual clock only, at the
+         * same virtual time here (a bottom half would run whenever the
+         * main loop gets to it: under -icount, at no definite time), or
+         * one engine-delay-ns later (a test knob, as without timing).
+         */
+        chpp_engine_kick_at(s, chpp_timing_now() +
+                               (int64_t)s->params.engine_delay_ns);
+    } else if (s->params.engine_delay_ns) {
         if (!timer_pending(s->engine_timer)) {
             timer_mod(s->engine_timer,
                       qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +

@@ -32,7 +32,7 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
         }
     } else if (qp->timeout && qp->eng.timer_kind != CHPP_TIMER_RNR) {
         chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
-                          chpp_local_ack_timeout_ns(qp->timeout));
+                          chpp_req_ack_wait(s, qp));
     }
     chpp_qp_check_drained(s, qp);
     chpp_req_run(s, qp);

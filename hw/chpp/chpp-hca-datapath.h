@@ -66,6 +66,7 @@ typedef struct ChppPkt {
     uint8_t *frame;             /* chpp_wire_payload(): frame being built */
     GByteArray *keep;           /* received frame holding the payload */
     bool from_link;             /* came from the peer, not loopback */
+    int64_t due;                /* timing mode: virtual ns it arrives */
 } ChppPkt;
 
 /* A parsed, validated send WQE. */
@@ -86,6 +87,44 @@ typedef struct ChppWqe {
 /* A doorbell FIFO entry: QPN | SQ producer index << 16. */
 #define CHPP_FIFO_QPN(e)    ((e) & 0xffffu)
 #define CHPP_FIFO_PI(e)     ((e) >> 16)
+
+/*
+ * chpp-hca-timing.c: the timing model (docs/timing-model.md).  Nothing
+ * but timing changes with it: the engine asks when a step completes.
+ */
+int64_t chpp_timing_now(void);
+/* Timing mode on, and the VM not stopping (which finishes all at once)? */
+bool chpp_timing_active(ChppHcaState *s);
+/*
+ * Schedule a send WQE starting now: @opcode, inline data or not, its
+ * descriptor's @wqe_bytes and @len message bytes.  Takes the model's
+ * resources (descriptor fetch, processing, data read) in turn.
+ */
+void chpp_timing_send(ChppHcaState *s, ChppTimingMsg *m, uint8_t opcode,
+                      bool inl, uint32_t wqe_bytes, uint32_t len);
+/* Schedule the responses of a GET of @len bytes that arrived now. */
+void chpp_timing_get_resp(ChppHcaState *s, ChppTimingMsg *m, uint32_t len);
+/*
+ * Virtual ns at which bytes [0, @end) of @m are in the target's memory
+ * (a GET/atomic request: when it reaches the responder).
+ */
+int64_t chpp_timing_due(ChppHcaState *s, const ChppTimingMsg *m,
+                        uint32_t end);
+/* Due times of an ACK/NAK and of an atomic's response sent now. */
+int64_t chpp_timing_ack_due(ChppHcaState *s);
+int64_t chpp_timing_atomic_due(ChppHcaState *s);
+/* PF: when the next doorbell FIFO entry may be taken (INT64_MAX: idle). */
+int64_t chpp_timing_intake(ChppHcaState *pf, bool fifo_busy);
+void chpp_timing_intake_taken(ChppHcaState *pf);
+/* PF: the model idle again (reset, VM resumed after finishing all). */
+void chpp_timing_reset(ChppHcaState *pf);
+void chpp_timing_set_bypass(ChppHcaState *pf, bool bypass);
+/* Loopback frames held until due (per receiving function). */
+void chpp_timing_rx_push(ChppHcaState *to, uint8_t vc, GByteArray *frame,
+                         int64_t due);
+/* The oldest frame due by @now (INT64_MAX: any), with its VC; or NULL. */
+GByteArray *chpp_timing_rx_pop(ChppHcaState *s, int64_t now, uint8_t *vc);
+int64_t chpp_timing_rx_next(ChppHcaState *s);
 
 /* chpp-hca-sq.c: send WQEs, the in-flight list, send completions */
 /* Copy WQE @idx of @qp's SQ and check it; false with *status, *verr. */
@@ -120,6 +159,10 @@ void chpp_sq_complete(ChppHcaState *s, ChppQp *qp, uint32_t psn,
 void chpp_req_run(ChppHcaState *s, ChppQp *qp);
 void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp);
 void chpp_req_flush(ChppHcaState *s, ChppQp *qp);
+/* Timing mode, UC/UD: the QP timer says the oldest WQE is sent. */
+void chpp_req_sent(ChppHcaState *s, ChppQp *qp);
+/* The local ACK timeout to arm now (timing mode: after the last send). */
+int64_t chpp_req_ack_wait(ChppHcaState *s, ChppQp *qp);
 /* Incoming state: the WQEs in flight of @qp (0 or chpp_refuse()). */
 int chpp_req_check_load(ChppHcaState *s, ChppQp *qp);
 

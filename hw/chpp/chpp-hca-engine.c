@@ -43,15 +43,50 @@ static bool chpp_engine_rx(ChppHcaState *s)
     return false;
 }
 
+/* PF: has any function a doorbell FIFO entry waiting? */
+static bool chpp_engine_fifo_busy(ChppHcaState *pf)
+{
+    unsigned fn;
+
+    for (fn = 0; !pf->func && fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(pf, fn);
+
+        if (f && f->db_count) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Timing mode: when the PF may take its next FIFO entry (the descriptor
+ * fetch has room, docs/timing-model.md); INT64_MAX: nothing waits.
+ */
+static int64_t chpp_engine_intake(ChppHcaState *s)
+{
+    if (s->func) {
+        return INT64_MAX;
+    }
+    return chpp_timing_intake(s, chpp_engine_fifo_busy(s));
+}
+
 /* PF only: one doorbell FIFO entry of the function the arbiter picks. */
 static bool chpp_engine_serve_fifo(ChppHcaState *s)
 {
-    ChppHcaState *f = s->func ? NULL : chpp_arb_pick(s);
+    ChppHcaState *f;
     uint32_t e, pi;
     ChppQp *qp;
 
+    if (!s->func && chpp_timing_active(s) &&
+        chpp_engine_intake(s) > chpp_timing_now()) {
+        return false;
+    }
+    f = s->func ? NULL : chpp_arb_pick(s);
     if (!f) {
         return false;
+    }
+    if (chpp_timing_active(s)) {
+        chpp_timing_intake_taken(s);
     }
     e = f->db_fifo[f->db_head];
     f->db_head = (f->db_head + 1) % CHPP_DB_FIFO_DEPTH;
@@ -129,6 +164,32 @@ static bool chpp_engine_pending(ChppHcaState *s)
 }
 
 /*
+ * Timing mode: the engine sleeps until the next thing it has to do, on
+ * the virtual clock: a frame falls due, the FIFO may be served.
+ */
+static void chpp_engine_rearm(ChppHcaState *s)
+{
+    int64_t next = chpp_timing_rx_next(s);
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        if (!g_queue_is_empty(s->wire_rx[vc]) ||
+            (!g_queue_is_empty(s->link_rx[vc]) && chpp_link_rx_ready(s))) {
+            next = chpp_timing_now();
+        }
+    }
+    if (!s->func && s->tx_blocked && s->tx_queued < CHPP_TX_QUEUE_MAX / 2) {
+        next = chpp_timing_now();
+    }
+    next = MIN(next, chpp_engine_intake(s));
+    if (next != INT64_MAX) {
+        timer_mod(s->engine_timer, MAX(next, chpp_timing_now()));
+    } else {
+        timer_del(s->engine_timer);
+    }
+}
+
+/*
  * With engine-delay-ns the engine serves one doorbell FIFO entry per
  * period (a service-rate model that makes arbitration measurable);
  * otherwise it works through a budget per bottom half.
@@ -137,7 +198,9 @@ static void chpp_engine_run(void *opaque)
 {
     ChppHcaState *s = opaque;
     int budget = CHPP_ENGINE_BUDGET;
-    int fifo_budget = s->params.engine_delay_ns ? 1 : CHPP_ENGINE_BUDGET;
+    bool timed = chpp_timing_active(s);
+    int fifo_budget = s->params.engine_delay_ns && !timed ? 1
+                                                          : CHPP_ENGINE_BUDGET;
 
     s->engine_kicked = false;
     if (s->engine_stopped || s->gone) {
@@ -157,7 +220,9 @@ static void chpp_engine_run(void *opaque)
         }
         break;
     }
-    if (!s->gone && chpp_engine_pending(s)) {
+    if (!s->gone && timed) {
+        chpp_engine_rearm(s);
+    } else if (!s->gone && chpp_engine_pending(s)) {
         chpp_engine_kick(s);
     }
     chpp_release(s);
@@ -180,12 +245,19 @@ static void chpp_engine_vm_state(void *opaque, bool running, RunState state)
     unsigned fn;
 
     if (running) {
+        if (!s->func) {
+            /* Everything finished when the VM stopped: the model idles. */
+            chpp_timing_set_bypass(s, false);
+            chpp_timing_reset(s);
+        }
         s->engine_stopped = false;
         chpp_port_vm_running(s);
         chpp_engine_kick(s);
         chpp_db_err_kick(s);
         return;
     }
+    /* In-flight work finishes now, whatever the timing model says. */
+    chpp_timing_set_bypass(chpp_pf(s), true);
     do {
         busy = false;
         for (fn = 0; fn <= (s->func ? 0 : CHPP_MAX_VFS); fn++) {
@@ -223,6 +295,8 @@ static void chpp_qp_timer_run(void *opaque)
         chpp_comp_timeout(s, qp);
     } else if (kind == CHPP_TIMER_RNR) {
         chpp_req_retransmit(s, qp);
+    } else if (kind == CHPP_TIMER_SENT) {
+        chpp_req_sent(s, qp);
     }
 }
 
@@ -299,6 +373,7 @@ void chpp_engine_init(ChppHcaState *s)
     for (i = 0; i < CHPP_NUM_VCS; i++) {
         s->wire_rx[i] = g_queue_new();
     }
+    s->timed_rx = g_queue_new();
     s->vmstate_change = qemu_add_vm_change_state_handler(chpp_engine_vm_state,
                                                          s);
     /*
@@ -336,6 +411,7 @@ void chpp_engine_fini(ChppHcaState *s)
     for (i = 0; i < CHPP_NUM_VCS; i++) {
         g_queue_free(s->wire_rx[i]);
     }
+    g_queue_free(s->timed_rx);
     for (i = 0; i < s->params.num_qps; i++) {
         g_free(s->qp_timers[i]->opaque);
         timer_free(s->qp_timers[i]);
@@ -359,6 +435,9 @@ void chpp_engine_reset(ChppHcaState *s)
     }
     chpp_route_reset(s);
     s->tx_blocked = false;
+    if (!s->func) {
+        chpp_timing_reset(s);
+    }
     memset(s->db_fifo, 0, sizeof(s->db_fifo));
     s->db_head = 0;
     s->db_count = 0;
@@ -407,7 +486,10 @@ int chpp_engine_check_load(ChppHcaState *s)
                                "%u GET responses at most", i, eng->rd_head,
                                eng->rd_count, CHPP_MAX_RD_ATOMIC);
         }
-        if (eng->timer_kind > CHPP_TIMER_RNR) {
+        /* CHPP_TIMER_SENT: timing mode, a UC/UD WQE not sent yet. */
+        if (eng->timer_kind > CHPP_TIMER_SENT ||
+            (eng->timer_kind == CHPP_TIMER_SENT &&
+             (qp->type == CHPP_QPT_RC || !eng->infl_count))) {
             return chpp_refuse(s, "QP %u: eng.timer_kind %u", i,
                                eng->timer_kind);
         }

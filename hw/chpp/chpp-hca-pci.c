@@ -73,6 +73,54 @@ static bool chpp_check_ring_size(uint32_t size, Error **errp)
     return true;
 }
 
+static bool chpp_check_pow2(const char *name, uint32_t val, uint32_t min,
+                            uint32_t max, Error **errp)
+{
+    if (!chpp_check_range(name, val, min, max, errp)) {
+        return false;
+    }
+    if (!is_power_of_2(val)) {
+        error_setg(errp, "chpp-hca: %s=%" PRIu32 " is not a power of two",
+                   name, val);
+        return false;
+    }
+    return true;
+}
+
+/* The timing model's parameters (docs/properties.md, timing-model.md). */
+static bool chpp_check_timing(const ChppTimingParams *t, Error **errp)
+{
+    return chpp_check_range("timing-clock-mhz", t->clock_mhz, 1,
+                            CHPP_MAX_TIMING_CLOCK_MHZ, errp) &&
+           chpp_check_pow2("timing-bus-bytes", t->bus_bytes,
+                           CHPP_MIN_TIMING_BUS_BYTES,
+                           CHPP_MAX_TIMING_BUS_BYTES, errp) &&
+           chpp_check_pow2("timing-mtu", t->mtu, CHPP_MIN_TIMING_PAYLOAD,
+                           CHPP_MAX_TIMING_PAYLOAD, errp) &&
+           chpp_check_pow2("timing-read-req", t->read_req,
+                           CHPP_MIN_TIMING_PAYLOAD, CHPP_MAX_TIMING_PAYLOAD,
+                           errp) &&
+           chpp_check_pow2("timing-host-mps", t->host_mps,
+                           CHPP_MIN_TIMING_PAYLOAD, CHPP_MAX_TIMING_PAYLOAD,
+                           errp) &&
+           chpp_check_range("timing-tags", t->tags, 1, CHPP_MAX_TIMING_TAGS,
+                            errp) &&
+           chpp_check_range("timing-mem-cycles", t->mem_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-xbar-cycles", t->xbar_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-nap-imm-cycles", t->nap_imm_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-nap-ind-cycles", t->nap_ind_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-put-cycles", t->put_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-get-cycles", t->get_cycles, 0,
+                            CHPP_MAX_TIMING_CYCLES, errp) &&
+           chpp_check_range("timing-link-ns", t->link_ns, 0,
+                            CHPP_MAX_TIMING_LINK_NS, errp);
+}
+
 static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
 {
     const ChppHcaParams *p = &s->params;
@@ -99,7 +147,8 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
                             CHPP_MAX_CMD_LATENCY_NS, errp) &&
            chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
                             CHPP_MAX_VFS, errp) &&
-           chpp_check_ring_size(s->link.ring_size, errp);
+           chpp_check_ring_size(s->link.ring_size, errp) &&
+           chpp_check_timing(&p->timing, errp);
 }
 
 static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
@@ -304,6 +353,37 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT64("engine-delay-ns", ChppHcaState,
                        params.engine_delay_ns, 0),
     DEFINE_PROP_BOOL("x-dma-any-target", ChppHcaState, dma_any_target, false),
+    /* The timing model, docs/timing-model.md */
+    DEFINE_PROP_BOOL("timing", ChppHcaState, params.timing.on, false),
+    DEFINE_PROP_UINT32("timing-clock-mhz", ChppHcaState,
+                       params.timing.clock_mhz, CHPP_TIMING_DEF_CLOCK_MHZ),
+    DEFINE_PROP_UINT32("timing-bus-bytes", ChppHcaState,
+                       params.timing.bus_bytes, CHPP_TIMING_DEF_BUS_BYTES),
+    DEFINE_PROP_UINT32("timing-mtu", ChppHcaState, params.timing.mtu,
+                       CHPP_TIMING_DEF_MTU),
+    DEFINE_PROP_UINT32("timing-read-req", ChppHcaState,
+                       params.timing.read_req, CHPP_TIMING_DEF_READ_REQ),
+    DEFINE_PROP_UINT32("timing-host-mps", ChppHcaState,
+                       params.timing.host_mps, CHPP_TIMING_DEF_HOST_MPS),
+    DEFINE_PROP_UINT32("timing-tags", ChppHcaState, params.timing.tags,
+                       CHPP_TIMING_DEF_TAGS),
+    DEFINE_PROP_UINT32("timing-mem-cycles", ChppHcaState,
+                       params.timing.mem_cycles, CHPP_TIMING_DEF_MEM_CYCLES),
+    DEFINE_PROP_UINT32("timing-xbar-cycles", ChppHcaState,
+                       params.timing.xbar_cycles,
+                       CHPP_TIMING_DEF_XBAR_CYCLES),
+    DEFINE_PROP_UINT32("timing-nap-imm-cycles", ChppHcaState,
+                       params.timing.nap_imm_cycles,
+                       CHPP_TIMING_DEF_NAP_IMM_CYCLES),
+    DEFINE_PROP_UINT32("timing-nap-ind-cycles", ChppHcaState,
+                       params.timing.nap_ind_cycles,
+                       CHPP_TIMING_DEF_NAP_IND_CYCLES),
+    DEFINE_PROP_UINT32("timing-put-cycles", ChppHcaState,
+                       params.timing.put_cycles, CHPP_TIMING_DEF_PUT_CYCLES),
+    DEFINE_PROP_UINT32("timing-get-cycles", ChppHcaState,
+                       params.timing.get_cycles, CHPP_TIMING_DEF_GET_CYCLES),
+    DEFINE_PROP_UINT32("timing-link-ns", ChppHcaState, params.timing.link_ns,
+                       CHPP_TIMING_DEF_LINK_NS),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -373,6 +453,43 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
                        "iteration (max %u s)", max_latency_s);
     chpp_hca_prop_desc(oc, "x-dma-any-target", "tests only: let DMA and MSI-X "
                        "reach PCI config space and BARs (docs/security.md)");
+    chpp_hca_prop_desc(oc, "timing", "timing mode: work takes the virtual "
+                       "time the FPGA prototype takes (docs/timing-model.md)");
+    chpp_hca_prop_desc(oc, "timing-clock-mhz", "timing: engine clock, MHz "
+                       "(1..%u)", CHPP_MAX_TIMING_CLOCK_MHZ);
+    chpp_hca_prop_desc(oc, "timing-bus-bytes", "timing: internal bus width, "
+                       "bytes (power of two, %u..%u)",
+                       CHPP_MIN_TIMING_BUS_BYTES, CHPP_MAX_TIMING_BUS_BYTES);
+    chpp_hca_prop_desc(oc, "timing-mtu", "timing: largest TLP and packet "
+                       "payload, bytes (power of two, %u..%u)",
+                       CHPP_MIN_TIMING_PAYLOAD, CHPP_MAX_TIMING_PAYLOAD);
+    chpp_hca_prop_desc(oc, "timing-read-req", "timing: largest memory read "
+                       "request, bytes (power of two, %u..%u)",
+                       CHPP_MIN_TIMING_PAYLOAD, CHPP_MAX_TIMING_PAYLOAD);
+    chpp_hca_prop_desc(oc, "timing-host-mps", "timing: largest TLP payload "
+                       "the host sends or takes, bytes (power of two, "
+                       "%u..%u)", CHPP_MIN_TIMING_PAYLOAD,
+                       CHPP_MAX_TIMING_PAYLOAD);
+    chpp_hca_prop_desc(oc, "timing-tags", "timing: PCIe read tags (1..%u)",
+                       CHPP_MAX_TIMING_TAGS);
+    chpp_hca_prop_desc(oc, "timing-mem-cycles", "timing: cycles from a read "
+                       "request to its first data (0..%u)",
+                       CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-xbar-cycles", "timing: cycles through the "
+                       "crossbar (0..%u)", CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-nap-imm-cycles", "timing: processing "
+                       "cycles of a NAP immediate (0..%u)",
+                       CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-nap-ind-cycles", "timing: processing "
+                       "cycles of a NAP indirect (0..%u)",
+                       CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-put-cycles", "timing: processing cycles "
+                       "of a PUT (0..%u)", CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-get-cycles", "timing: processing cycles "
+                       "of a GET request (0..%u)", CHPP_MAX_TIMING_CYCLES);
+    chpp_hca_prop_desc(oc, "timing-link-ns", "timing: host to adapter link "
+                       "latency, one way, ns (0..%u)",
+                       CHPP_MAX_TIMING_LINK_NS);
 }
 
 static void chpp_hca_class_init(ObjectClass *oc, void *data)

@@ -58,6 +58,27 @@ static uint32_t chpp_req_npkts(ChppQp *qp, uint8_t opcode, uint32_t length)
                                          : chpp_wqe_npkts(qp, opcode, length);
 }
 
+/* Bytes of the descriptor the prototype reads for @w (timing mode). */
+static uint32_t chpp_req_wqe_bytes(ChppQp *qp, const ChppWqe *w)
+{
+    uint32_t n = sizeof(struct chpp_wqe_ctrl);
+
+    if (qp->type == CHPP_QPT_UD) {
+        n += sizeof(struct chpp_wqe_ud);
+    }
+    if (w->ctrl.opcode >= CHPP_WQE_PUT) {
+        n += sizeof(struct chpp_wqe_raddr);
+    }
+    if (w->ctrl.opcode == CHPP_WQE_ATOMIC_CS ||
+        w->ctrl.opcode == CHPP_WQE_ATOMIC_FA) {
+        n += sizeof(struct chpp_wqe_atomic);
+    }
+    if (w->ctrl.flags & CHPP_WQE_INLINE) {
+        return n + sizeof(struct chpp_wqe_inline) + w->inline_len;
+    }
+    return n + w->num_sge * sizeof(struct chpp_wqe_sge);
+}
+
 /*
  * Send the packets of WQE @w (in flight as @e) that were not sent yet,
  * while the frame queue has room.  Returns 1 when all are sent, 0 when the
@@ -92,6 +113,11 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
                  op == CHPP_WQE_PUT ? CHPP_OP_WRITE : CHPP_OP_WRITE_IMM;
         pkt.pkt_type = op >= CHPP_WQE_PUT ? CHPP_PKT_PUT : CHPP_PKT_NAP;
         pkt.vc = CHPP_VC_DATA;
+    }
+    /* Timing mode: the model's schedule, from the first packet (again). */
+    if (chpp_timing_active(s) && !e->tm.t_data) {
+        chpp_timing_send(s, &e->tm, op, w->ctrl.flags & CHPP_WQE_INLINE,
+                         chpp_req_wqe_bytes(qp, w), w->length);
     }
 
     while (e->sent < total) {
@@ -129,6 +155,7 @@ static int chpp_req_send_more(ChppHcaState *s, ChppQp *qp, const ChppWqe *w,
             }
         }
         pkt.psn = chpp_psn_add(e->first_psn, i);
+        pkt.due = e->tm.t_data ? chpp_timing_due(s, &e->tm, off + len) : 0;
         if (!chpp_wqe_is_rd_atomic(op)) {
             pkt.offset = off;
             pkt.va = op >= CHPP_WQE_PUT ? w->raddr.raddr + off : 0;
@@ -202,16 +229,29 @@ static bool chpp_req_blocked(ChppQp *qp)
            chpp_sq_infl(qp, qp->eng.infl_count - 1)->status;
 }
 
-/* UC and UD WQEs complete, in order, once all their packets are sent. */
+/*
+ * UC and UD WQEs complete, in order, once all their packets are sent; in
+ * timing mode, once the model says they are (the QP timer waits).
+ */
 static void chpp_req_complete_sent(ChppHcaState *s, ChppQp *qp)
 {
     while (qp->type != CHPP_QPT_RC && qp->eng.infl_count) {
         ChppInflight *e = chpp_sq_infl(qp, 0);
         bool signaled = (e->flags & CHPP_WQE_SIGNALED) ||
                         (qp->flags & CHPP_QP_FLAG_SQ_SIG_ALL);
+        int64_t now;
 
         if (e->status ||
             e->sent < chpp_req_npkts(qp, e->opcode, e->length)) {
+            return;
+        }
+        now = chpp_timing_now();
+        if (e->tm.t_data && e->tm.t_last > now && chpp_timing_active(s)) {
+            if (qp->eng.timer_kind != CHPP_TIMER_SENT ||
+                qp->eng.timer_deadline != e->tm.t_last) {
+                chpp_qp_timer_arm(s, qp, CHPP_TIMER_SENT,
+                                  e->tm.t_last - now);
+            }
             return;
         }
         if (signaled) {
@@ -219,6 +259,21 @@ static void chpp_req_complete_sent(ChppHcaState *s, ChppQp *qp)
                           0, 0, e->length);
         }
         chpp_sq_pop(qp);
+    }
+}
+
+/* UC/UD: complete what is sent; a failed WQE at the head fails the QP. */
+static void chpp_req_uc_progress(ChppHcaState *s, ChppQp *qp)
+{
+    ChppInflight *e;
+
+    chpp_req_complete_sent(s, qp);
+    e = chpp_sq_head(qp);
+    if (e && e->status) {
+        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
+                      e->status, e->vendor_err, 0);
+        chpp_sq_pop(qp);
+        chpp_qp_fail(s, qp, CHPP_QPS_SQE, 0);
     }
 }
 
@@ -235,13 +290,41 @@ static void chpp_req_entry_failed(ChppHcaState *s, ChppQp *qp,
         chpp_sq_complete(s, qp, 0, false);
         return;
     }
-    chpp_req_complete_sent(s, qp);
-    if (chpp_sq_infl(qp, 0) == e) {
-        chpp_send_cqe(s, qp, e->wr_id, chpp_cqe_send_opcode(e->opcode),
-                      status, verr, 0);
-        chpp_sq_pop(qp);
-        chpp_qp_fail(s, qp, CHPP_QPS_SQE, 0);
+    chpp_req_uc_progress(s, qp);
+}
+
+void chpp_req_sent(ChppHcaState *s, ChppQp *qp)
+{
+    if (qp->type == CHPP_QPT_RC ||
+        (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD)) {
+        return;
     }
+    chpp_req_uc_progress(s, qp);
+    if (qp->state == CHPP_QPS_SQD) {
+        chpp_qp_check_drained(s, qp);
+    }
+    chpp_req_run(s, qp);
+}
+
+/*
+ * The local ACK timeout counts from the last packet of what is in flight
+ * (timing mode: the model sends it later than now).
+ */
+int64_t chpp_req_ack_wait(ChppHcaState *s, ChppQp *qp)
+{
+    int64_t wait = chpp_local_ack_timeout_ns(qp->timeout);
+    int64_t now = chpp_timing_now();
+    uint32_t i;
+
+    for (i = 0; i < qp->eng.infl_count; i++) {
+        const ChppInflight *e = chpp_sq_infl(qp, i);
+
+        if (e->tm.t_data && e->tm.t_last > now) {
+            wait = MAX(wait, e->tm.t_last - now +
+                       chpp_local_ack_timeout_ns(qp->timeout));
+        }
+    }
+    return wait;
 }
 
 /* Continue the WQEs in flight whose packets are not all sent yet. */
@@ -340,6 +423,10 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
             chpp_req_entry_failed(s, qp, e, status, verr);
             return;
         }
+        if (e->tm.t_data && qp->eng.timer_kind == CHPP_TIMER_RETRANSMIT) {
+            chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
+                              chpp_req_ack_wait(s, qp));
+        }
         chpp_req_complete_sent(s, qp);
         if (r == 0) {
             return;             /* resumed when the queues drain */
@@ -423,12 +510,18 @@ void chpp_req_retransmit(ChppHcaState *s, ChppQp *qp)
         chpp_count(s, CHPP_CNT_RETRANSMITS);
         e->sent = 0;
         e->done = 0;
+        memset(&e->tm, 0, sizeof(e->tm));
     }
     if (qp->eng.infl_count && qp->timeout) {
         chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
                           chpp_local_ack_timeout_ns(qp->timeout));
     }
     chpp_req_run(s, qp);
+    if (qp->eng.infl_count && qp->timeout &&
+        qp->eng.timer_kind == CHPP_TIMER_RETRANSMIT) {
+        chpp_qp_timer_arm(s, qp, CHPP_TIMER_RETRANSMIT,
+                          chpp_req_ack_wait(s, qp));
+    }
 }
 
 /* Flush every send WQE the device owns, oldest first. */

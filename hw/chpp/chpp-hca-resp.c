@@ -39,6 +39,11 @@ static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
         .atomic0 = atomic,
     };
 
+    if (chpp_timing_active(s)) {
+        pkt.due = op == CHPP_OP_ATOMIC_ACK ? chpp_timing_atomic_due(s)
+                                           : chpp_timing_ack_due(s);
+    }
+
     trace_chpp_hca_resp_reply(s->func, chpp_qpn(s, qp), op, psn, syndrome);
     chpp_route_send(s, &pkt);
 }
@@ -419,6 +424,11 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
         if (!chpp_tx_room(s, qp)) {
             return;
         }
+        /* Timing mode: the prototype runs the GET as a local PUT. */
+        if (chpp_timing_active(s) && !r->tm.t_data) {
+            chpp_timing_get_resp(s, &r->tm, r->len);
+        }
+        pkt.due = r->tm.t_data ? chpp_timing_due(s, &r->tm, off + len) : 0;
         /* The payload goes straight into the frame. */
         data = chpp_wire_payload(s, &pkt, len);
         /* The region may be gone or changed since the request came in. */

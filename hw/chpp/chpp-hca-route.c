@@ -10,6 +10,29 @@
 #include "chpp-hca-datapath.h"
 #include "trace.h"
 
+/*
+ * Timing mode: a loopback frame arrives when the model says its data is
+ * in the target's memory (pkt->due).  The requests a QP sends arrive in
+ * the order it sent them, as on a wire, and so do its responses (ACKs,
+ * NAKs, GET and atomic responses): never before the previous one.
+ */
+static void chpp_route_timed(ChppHcaState *s, ChppHcaState *to, ChppPkt *pkt,
+                             GByteArray *frame)
+{
+    ChppQp *qp = chpp_qp_lookup(s, pkt->src_qpn);
+    int64_t due = MAX(pkt->due, chpp_timing_now());
+    bool resp = pkt->op == CHPP_OP_ACK || pkt->op == CHPP_OP_NAK ||
+                pkt->op == CHPP_OP_ATOMIC_ACK ||
+                pkt->op == CHPP_OP_READ_RESP;
+
+    if (qp) {
+        due = MAX(due, qp->eng.tx_due[resp]);
+        qp->eng.tx_due[resp] = due;
+    }
+    chpp_timing_rx_push(to, pkt->vc % CHPP_NUM_VCS, frame, due);
+    chpp_engine_kick_at(to, due);
+}
+
 /* A node reaches itself by loopback and its peer over the link. */
 bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
 {
@@ -33,10 +56,14 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
             g_free(frame);
             return true;
         }
-        g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
-                          g_byte_array_new_take(frame, len));
         chpp_pf(s)->tx_queued++;
-        chpp_engine_kick(to);
+        if (chpp_timing_active(s)) {
+            chpp_route_timed(s, to, pkt, g_byte_array_new_take(frame, len));
+        } else {
+            g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
+                              g_byte_array_new_take(frame, len));
+            chpp_engine_kick(to);
+        }
     } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
                                pkt->vc % CHPP_NUM_VCS,
                                g_byte_array_new_take(frame, len))) {
@@ -56,7 +83,15 @@ bool chpp_route_send(ChppHcaState *s, ChppPkt *pkt)
  */
 ChppPkt *chpp_route_next(ChppHcaState *s)
 {
+    int64_t now = chpp_timing_active(s) ? chpp_timing_now() : INT64_MAX;
+    GByteArray *due;
+    uint8_t dvc;
     unsigned vc;
+
+    /* Timing mode: frames whose time has come join the queues. */
+    while ((due = chpp_timing_rx_pop(s, now, &dvc))) {
+        g_queue_push_tail(s->wire_rx[dvc], due);
+    }
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
@@ -88,7 +123,14 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
 
 void chpp_route_reset(ChppHcaState *s)
 {
+    GByteArray *due;
+    uint8_t dvc;
     unsigned vc;
+
+    while ((due = chpp_timing_rx_pop(s, INT64_MAX, &dvc))) {
+        g_byte_array_unref(due);
+        chpp_tx_dequeued(s);
+    }
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;

@@ -15,6 +15,7 @@
 #include "chardev/char-fe.h"
 #include "hw/chpp/chpp-hca-abi.h"
 #include "hw/chpp/chpp-wire.h"
+#include "chpp-hca-timing.h"
 
 #define TYPE_CHPP_HCA "chpp-hca"
 OBJECT_DECLARE_SIMPLE_TYPE(ChppHcaState, CHPP_HCA)
@@ -44,6 +45,7 @@ typedef struct ChppHcaParams {
     uint64_t cmd_latency_ns;
     uint64_t engine_delay_ns;
     uint8_t sriov_max_vfs;
+    ChppTimingParams timing;    /* "timing", "timing-*" (VFs: the PF's) */
 } ChppHcaParams;
 
 /* Per-function resources and arbitration, kept by the PF. */
@@ -125,12 +127,14 @@ typedef struct ChppInflight {
     uint8_t flags;              /* CHPP_WQE_* */
     uint8_t status;             /* != 0: completes with this error */
     uint8_t vendor_err;
+    ChppTimingMsg tm;           /* timing mode; not migrated */
 } ChppInflight;
 
 enum chpp_qp_timer {
     CHPP_TIMER_NONE = 0,
     CHPP_TIMER_RETRANSMIT,      /* local ACK timeout */
     CHPP_TIMER_RNR,             /* RNR NAK back-off */
+    CHPP_TIMER_SENT,            /* timing mode, UC/UD: the head is sent */
 };
 
 /* A GET the responder is answering, packet by packet. */
@@ -140,6 +144,7 @@ typedef struct ChppReadResp {
     uint32_t psn;
     uint32_t len;
     uint32_t sent;
+    ChppTimingMsg tm;           /* timing mode; not migrated */
 } ChppReadResp;
 
 /* Engine state of a QP: requester, responder, timer.  Fixed size. */
@@ -169,6 +174,11 @@ typedef struct ChppQpEngine {
     bool atomic_valid;          /* last atomic result, for duplicates */
     uint32_t atomic_psn;
     uint64_t atomic_orig;
+    /*
+     * timing mode: due time of the last request and response frame sent
+     * (each stream stays in order); not migrated
+     */
+    int64_t tx_due[2];
 } ChppQpEngine;
 
 /* Retry counts of a QP (retry_cnt, rnr_retry): 3 bits, 7 = no limit. */
@@ -347,6 +357,8 @@ struct ChppHcaState {
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
     GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
+    GQueue *timed_rx;           /* timing mode: loopback frames not due yet */
+    ChppTimingModel timing;     /* PF: the timing model's resources */
     ChppLink link;
     bool engine_stopped;        /* VM stopped: do not touch guest memory */
     uint32_t tx_queued;         /* PF: frames queued, all functions */
@@ -454,6 +466,8 @@ static inline ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
  * "work arrived" without calling up into the engine.
  */
 void chpp_engine_kick(ChppHcaState *s);
+/* Timing mode: have the engine run at virtual time @when_ns at the latest. */
+void chpp_engine_kick_at(ChppHcaState *s, int64_t when_ns);
 
 /*
  * Frames the functions of an adapter may have queued (loopback queues and

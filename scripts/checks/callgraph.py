@@ -28,6 +28,8 @@ BUILD = os.path.join(ROOT, "build", "qemu")
 
 # docs/architecture.md: lower layers never call higher ones.
 LAYERS = [
+    # the timing model (timing mode): a pure model, it calls nobody
+    ["chpp-hca-timing.c"],
     # the base: guest errors, holds, command failure, refusing state, the
     # engine's kick and the transmit bound (how lower layers say "work")
     ["chpp-hca-base.c"],

@@ -20,6 +20,9 @@
 #   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
 #   chpp.only=mpi     pair: only the MPI stage (mpi-init.sh; pair.sh --mpi)
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
+#   chpp.bench=icount single: only ib_write_lat between two processes of
+#                     the guest, for each size of chpp.sizes=N,N,... with
+#                     chpp.iters=N round trips (scripts/lib/bench-icount.sh)
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
 #   chpp.sections=1   print chpp_hca's section addresses after each load
@@ -111,6 +114,16 @@ fi
 if [ "$NOTEST" = 1 ]; then
     load_driver
     finish PASS "driver loaded"
+fi
+
+# chpp.bench=icount: ib_write_lat inside this guest (scripts/lib/bench-icount.sh).
+if [ "$BENCH" = icount ]; then
+    [ "$MODE" = single ] || fail "chpp.bench=icount needs one guest (--single)"
+    . /chpp/verbs-init.sh
+    load_driver
+    say "cpus $(nproc), $(grep -m 1 'cpu MHz' /proc/cpuinfo | tr -s ' \t' ' ')"
+    icount_bench chpp0 "$(chpp_arg sizes)" "$(chpp_arg iters)"
+    finish PASS "icount latency benchmark"
 fi
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);

@@ -20,6 +20,12 @@
 #                       and RDMA writes, UCP tag matching)
 #   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
 #                       "chpp-bench: ..." lines (scripts/lib/bench-verbs.sh)
+#   icount_bench DEV SIZES  one guest (chpp.mode=single) under -icount with
+#                       the device in timing mode: ib_write_lat server and
+#                       client in this guest, each on its own vCPU, on DEV
+#                       (loopback), one run per size of the comma list,
+#                       printing "chpp-bench: icount write_lat ..." lines
+#                       (scripts/lib/bench-icount.sh)
 
 VPORT=18600
 
@@ -219,4 +225,33 @@ verbs_bench() {
     say "chpp-bench: $dev write_bw $(perf_row "b${dev}bw" 65536)"
     vrun "b${dev}lat" 300 ib_write_lat -d "$dev" -F -n 2000 "$@"
     say "chpp-bench: $dev write_lat $(perf_row "b${dev}lat" 2)"
+}
+
+# ib_write_lat between two processes of this guest (server on vCPU 1,
+# client on vCPU 0): the guest's clock is the virtual clock under -icount,
+# so perftest's TSC reads count the device's timing model.
+icount_bench() {
+    dev=$1
+    for sz in $(echo "$2" | tr ',' ' '); do
+        VPORT=$((VPORT + 1))
+        taskset 2 ib_write_lat -d "$dev" -F -n "${3:-1000}" -s "$sz" \
+            -p "$VPORT" >"/tmp/ilatsrv$sz.log" 2>&1 &
+        spid=$!
+        w=0
+        until listening "$VPORT"; do
+            kill -0 $spid 2>/dev/null || break
+            sleep 0.2; w=$((w + 1))
+            [ $w -lt 300 ] || break
+        done
+        taskset 1 ib_write_lat -d "$dev" -F -n "${3:-1000}" -s "$sz" \
+            -p "$VPORT" 127.0.0.1 >"/tmp/ilat$sz.log" 2>&1 || {
+            cat "/tmp/ilat$sz.log" "/tmp/ilatsrv$sz.log"
+            fail "ib_write_lat -s $sz (client) failed"
+        }
+        wait $spid || { cat "/tmp/ilatsrv$sz.log"; fail "ib_write_lat -s $sz (server) failed"; }
+        row=$(perf_row "ilat$sz" "$sz")
+        [ -n "$row" ] || { cat "/tmp/ilat$sz.log"; fail "ib_write_lat -s $sz: no result row"; }
+        say "chpp-bench: icount write_lat $row"
+        grep -i "inline\|mhz" "/tmp/ilat$sz.log" | sed 's/^/chpp-guest: perftest: /' | head -n 4
+    done
 }

@@ -15,12 +15,34 @@
 
 #define CHPP_MSI_DATA(v)    (0xc0de0000u | (v))
 
+/*
+ * CHPP_QTEST_PROPS: device properties every test's chpp-hca gets besides
+ * its own, e.g. "timing=on" (the suite runs the data path tests in timing
+ * mode too, docs/timing-model.md).  The test's own properties come last
+ * and win.
+ */
+const char *chpp_env_props(void)
+{
+    const char *p = getenv("CHPP_QTEST_PROPS");
+
+    return p && *p ? p : NULL;
+}
+
+bool chpp_timing_on(void)
+{
+    const char *p = chpp_env_props();
+
+    return p && strstr(p, "timing=on");
+}
+
 static ChppDev *chpp_boot(const char *props, const char *extra)
 {
     ChppDev *d = g_new0(ChppDev, 1);
+    const char *env = chpp_env_props();
 
     d->qs = qtest_pc_boot("-machine q35 -nodefaults "
-                          "-device chpp-hca,addr=04.0%s%s %s",
+                          "-device chpp-hca,addr=04.0%s%s%s%s %s",
+                          env ? "," : "", env ? env : "",
                           props && *props ? "," : "", props ? props : "",
                           extra ? extra : "");
     d->qts = d->qs->qts;
@@ -970,11 +992,15 @@ int chpp_find_qemu_pid(int except)
 {
     g_autoptr(GDir) dir = g_dir_open("/proc", 0, NULL);
     const char *name;
+    unsigned long long newest = 0;
+    int found = 0;
 
+    /* The youngest live one: an older QEMU may still be on its way out. */
     while (dir && (name = g_dir_read_name(dir))) {
         g_autofree char *path = g_strdup_printf("/proc/%s/stat", name);
         g_autofree char *stat = NULL;
-        char *p;
+        unsigned long long start;
+        char *p, state;
         int ppid;
 
         if (!g_ascii_isdigit(name[0]) || atoi(name) == except ||
@@ -982,12 +1008,17 @@ int chpp_find_qemu_pid(int except)
             continue;
         }
         p = strrchr(stat, ')');
-        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == getpid() &&
-            strstr(stat, "(qemu-system")) {
-            return atoi(name);
+        /* Fields 3 (state), 4 (ppid) and 22 (start time). */
+        if (p && sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                        "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &state, &ppid,
+                        &start) == 3 &&
+            ppid == getpid() && state != 'Z' && strstr(stat, "(qemu-system") &&
+            (!found || start >= newest)) {
+            found = atoi(name);
+            newest = start;
         }
     }
-    return 0;
+    return found;
 }
 
 uint64_t chpp_cpu_ns(int pid)

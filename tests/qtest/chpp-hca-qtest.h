@@ -28,6 +28,10 @@ typedef struct ChppDev {
     uint32_t next_mtt;      /* bump allocator of MTT entries */
 } ChppDev;
 
+/* CHPP_QTEST_PROPS: properties every device the helpers start gets; NULL. */
+const char *chpp_env_props(void);
+/* Do those properties turn the timing mode on (docs/timing-model.md)? */
+bool chpp_timing_on(void);
 /* Boot q35 with "-device chpp-hca,addr=04.0<props>" plus extra args. */
 ChppDev *chpp_start(const char *props, const char *extra);
 /* Same, for an incoming migration from @uri; takes state from @src. */
@@ -281,7 +285,10 @@ void chpp_pf_stop(ChppPf *p);
 ChppPf *chpp_pf_adopt_migrated(ChppDev *dst, ChppPf *src);
 
 /* Benchmark helpers. */
-/* A QEMU child of this process (libqtest execs it), other than @except. */
+/*
+ * A QEMU child of this process (libqtest execs it), other than @except:
+ * the youngest live one.
+ */
 int chpp_find_qemu_pid(int except);
 /* CPU time (ns) of all threads of @pid (0: this process), from schedstat. */
 uint64_t chpp_cpu_ns(int pid);

@@ -136,6 +136,11 @@ static void test_properties_described(void)
         "vendor-id", "device-id", "vf-device-id", "node-id", "num-qps",
         "num-cqs", "num-eqs", "num-mpts", "num-pds", "msix-vectors",
         "uar-pages", "num-mtts", "cmd-latency-ns", "engine-delay-ns",
+        "timing", "timing-clock-mhz", "timing-bus-bytes", "timing-mtu",
+        "timing-read-req", "timing-host-mps", "timing-tags",
+        "timing-mem-cycles", "timing-xbar-cycles", "timing-nap-imm-cycles",
+        "timing-nap-ind-cycles", "timing-put-cycles", "timing-get-cycles",
+        "timing-link-ns",
     };
     QTestState *qts = qtest_init("-machine none");
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device-list-properties', "
@@ -195,6 +200,11 @@ static void test_properties_invalid(void)
         "engine-delay-ns=20000000000", "node-id=4096",
         "x-link-ring-size=8192", "x-link-ring-size=100000",
         "x-link-ring-size=134217728",
+        "timing-clock-mhz=0", "timing-clock-mhz=4001", "timing-bus-bytes=24",
+        "timing-bus-bytes=2", "timing-mtu=100", "timing-mtu=8192",
+        "timing-read-req=8", "timing-host-mps=3000", "timing-tags=0",
+        "timing-tags=257", "timing-mem-cycles=100001",
+        "timing-put-cycles=100001", "timing-link-ns=1000001",
     };
     unsigned i;
 
