@@ -126,9 +126,8 @@ if [ "$BENCH" = icount ]; then
     finish PASS "icount latency benchmark"
 fi
 
-# chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
-# chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark
-# (scripts/lib/bench-verbs.sh).
+# chpp.only=mpi: only the MPI stage (scripts/guest/mpi-init.sh, with
+# verbs-init.sh's helpers; docs/middleware.md).
 if [ "$ONLY" = mpi ]; then
     [ "$MODE" = pair ] || fail "chpp.only=mpi needs the pair"
     [ -f /chpp/mpi-init.sh ] || fail "no /chpp/mpi-init.sh: boot with pair.sh --mpi"
@@ -138,6 +137,10 @@ if [ "$ONLY" = mpi ]; then
     mpi_stage
     finish PASS "MPI and UCX on chpp0 and soft-RoCE"
 fi
+
+# chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
+# chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark
+# (scripts/lib/bench-verbs.sh).
 if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /chpp/verbs-init.sh
