@@ -49,7 +49,7 @@ for f in hw/chpp/*.[ch] include/hw/chpp/*.h tests/qtest/chpp-hca*.[ch] \
     [ -f "$f" ] && check "$QEMU_CP" "$f"
 done
 for f in guest-driver/*.[ch] guest-driver/common/*.[ch] guest-driver/user/*.[ch] \
-         guest-driver/provider/*.[ch]; do
+         guest-driver/provider/*.[ch] guest-driver/mpi/*.[ch]; do
     case "$f" in *.mod.c) continue ;; esac
     check "$KERNEL_CP" "$f" --show-types
 done

@@ -41,6 +41,11 @@
 #                     (bound by chpp_hca, then by vfio-pci) and run the VFIO
 #                     test program tests/vfio/chpp-vfio-test.c on two VFs
 #                     (docs/vfio-passthrough.md)
+#   --mpi             pair: only the MPI stage (scripts/guest/mpi-init.sh,
+#                     the same as --kargs chpp.only=mpi): Debian's Open MPI
+#                     and chpp-mpi-test (guest-driver/mpi/) in the initramfs,
+#                     MPI and UCX between the guests on chpp-hca, then on
+#                     soft-RoCE (docs/middleware.md; use --timeout 900)
 #   --nested          as --vfio, but the two VFs go to a nested guest: the
 #                     first guest runs this QEMU (with its libraries and
 #                     firmware) under TCG with -device vfio-pci for each VF,
@@ -56,7 +61,7 @@ set -euo pipefail
 . "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
-IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1
+IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1 MPI=0
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
         --iommu) IOMMU=1 ;;
         --vfio) VFIO=1; IOMMU=1; SINGLE=1 ;;
         --nested) NESTED=1; VFIO=1; IOMMU=1; SINGLE=1 ;;
+        --mpi) MPI=1 ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -109,6 +115,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The MPI stage: --mpi or chpp.only=mpi in --kargs (Open MPI goes into the
+# initramfs only then: some 25 MiB more to unpack in every boot).
+case " $KARGS " in *" chpp.only=mpi "*) MPI=1 ;; esac
+if [ "$MPI" = 1 ]; then
+    [ "$SINGLE" = 0 ] || chpp_die "--mpi needs the pair (not --single, --vfio, --nested)"
+    case " $KARGS " in *" chpp.only=mpi "*) ;; *) KARGS="${KARGS:+$KARGS }chpp.only=mpi" ;; esac
+fi
+
 MODE=pair
 [ "$SINGLE" = 1 ] && MODE=single
 [ "$VFIO" = 1 ] && MODE=vfio
@@ -141,6 +155,7 @@ WANT=(ib_core ib_uverbs ib_umad virtio_pci virtio_net)
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
 STAGES=()
 [ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh mad-init.sh)
+[ "$MPI" = 1 ] && STAGES+=(mpi-init.sh)
 [ "$VFIO" = 1 ] && STAGES+=(vfio-init.sh)
 [ "$NESTED" = 1 ] && STAGES+=(nested-l1.sh)
 
@@ -171,6 +186,16 @@ install_verbs() {
     cp "$GUEST/chpp-verbs-test" "$GUEST/chpp-verbs-ex-test" "$1/bin/"
 }
 [ "$NESTED" = 1 ] || install_verbs "$ROOT"
+if [ "$MPI" = 1 ]; then
+    # Open MPI with its UCX pml (scripts/lib/initramfs.sh) and the MPI test,
+    # built here with Debian's mpicc.
+    command -v mpicc >/dev/null || chpp_die "no mpicc; run scripts/setup.sh (libopenmpi-dev)"
+    flock "$GUEST/driver-build.lock" \
+        make -s -C "$CHPP_ROOT/guest-driver/mpi" O="$GUEST" >>"$GUEST/driver-build.log" 2>&1 ||
+        { cat "$GUEST/driver-build.log" >&2; chpp_die "MPI test build failed"; }
+    chpp_guest_mpi "$ROOT"
+    cp "$GUEST/chpp-mpi-test" "$ROOT/bin/"
+fi
 if [ "$VFIO" = 1 ]; then
     # The VFIO test program, static so that it runs on busybox alone.
     make -s -C "$CHPP_ROOT/tests/vfio" O="$ROOT/bin" ||

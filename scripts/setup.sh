@@ -48,6 +48,10 @@ PACKAGES=(
     # UCX (ucx_info, ucx_perftest and UCX's verbs transports): its rc_verbs
     # transport, which Open MPI uses on InfiniBand, needs SRQs
     ucx-utils libucx0
+    # Open MPI for the MPI stage (pair.sh --mpi, docs/middleware.md): mpirun,
+    # orted, libmpi with its UCX pml (copied into the initramfs), and mpicc
+    # for guest-driver/mpi/chpp-mpi-test.c
+    openmpi-bin libopenmpi3 libopenmpi-dev
     # the timing benchmark's plots (scripts/bench.sh --timing,
     # scripts/lib/timing-plot.py)
     python3-matplotlib

@@ -27,6 +27,7 @@
 #   chpp.only=nvme    pair: only the NVMe over RDMA stage (mad-init.sh):
 #                     nvmet-rdma on node 1, nvme-rdma + nvme-cli on node 2
 #                     (needs --device-args num-mpts=512,num-mtts=131072)
+#   chpp.only=mpi     pair: only the MPI stage (mpi-init.sh; pair.sh --mpi)
 #   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
 #   chpp.bench=icount single: only ib_write_lat between two processes of
 #                     the guest, for each size of chpp.sizes=N,N,... with
@@ -144,6 +145,18 @@ mad|ipoib|rdmacm|nvme)
     finish PASS "$ONLY stage"
     ;;
 esac
+
+# chpp.only=mpi: only the MPI stage (scripts/guest/mpi-init.sh, with
+# verbs-init.sh's helpers; docs/middleware.md).
+if [ "$ONLY" = mpi ]; then
+    [ "$MODE" = pair ] || fail "chpp.only=mpi needs the pair"
+    [ -f /chpp/mpi-init.sh ] || fail "no /chpp/mpi-init.sh: boot with pair.sh --mpi"
+    . /chpp/verbs-init.sh
+    . /chpp/mpi-init.sh
+    load_driver
+    mpi_stage
+    finish PASS "MPI and UCX on chpp0 and soft-RoCE"
+fi
 
 # chpp.only=verbs: only the rdma-core tools stage (scripts/guest/verbs-init.sh);
 # chpp.only=ucx: only its UCX part; chpp.bench=verbs: the verbs benchmark

@@ -165,3 +165,37 @@ chpp_guest_rdma() {
         cp "/etc/libibverbs.d/$p.driver" "$root/etc/libibverbs.d/"
     done
 }
+
+# --- Debian's Open MPI ----------------------------------------------------------
+# For the MPI stage (pair.sh --mpi, scripts/guest/mpi-init.sh): mpirun
+# (orterun) and orted, libmpi, every MCA component but those of fabrics the
+# guests lack (OFI, PSM, the openib BTL: no libfabric or libpsm copied),
+# PMIx with its plugins, the help texts both print their errors with, the
+# default MCA parameter files, and a passwd entry for root (Open MPI's rsh
+# launcher asks getpwuid for the user's shell).
+CHPP_MPI_LIBDIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+CHPP_PMIX_DIR=/usr/lib/x86_64-linux-gnu/pmix2
+
+# chpp_guest_mpi ROOT: install Open MPI into the initramfs tree ROOT.
+chpp_guest_mpi() {
+    local root=$1 f
+    [ -x /usr/bin/orterun ] && [ -d "$CHPP_MPI_LIBDIR" ] && [ -d "$CHPP_PMIX_DIR" ] ||
+        chpp_die "no Open MPI; run scripts/setup.sh (openmpi-bin, libopenmpi3)"
+    chpp_copy_elf "$root" /usr/bin/orterun
+    chpp_copy_elf "$root" /usr/bin/orted
+    ln -sf orterun "$root/usr/bin/mpirun"
+    for f in "$CHPP_MPI_LIBDIR"/*.so "$CHPP_PMIX_DIR"/lib/pmix/*.so; do
+        case "${f##*/}" in
+            *_ofi.so | *_psm.so | *_psm2.so | *_openib.so) continue ;;
+        esac
+        chpp_copy_elf "$root" "$f"
+    done
+    mkdir -p "$root/usr/share" "$root$CHPP_PMIX_DIR/share" "$root/etc"
+    cp -a /usr/share/openmpi "$root/usr/share/"
+    cp -a "$CHPP_PMIX_DIR/share/pmix" "$root$CHPP_PMIX_DIR/share/"
+    cp -aL /etc/openmpi "$root/etc/"
+    [ -d /usr/share/pmix ] && cp -aL /usr/share/pmix "$root/usr/share/"
+    echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
+    echo "root:x:0:" >"$root/etc/group"
+    mkdir -p "$root/root"
+}
