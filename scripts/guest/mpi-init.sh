@@ -83,29 +83,6 @@ mpi_run() {
     sed -n 's/^chpp-mpi: /mpi '"$dev"': /p' "/tmp/mpi-$dev.log" | while read -r l; do say "$l"; done
 }
 
-# vtry NAME SECS CMD...: vrun (verbs-init.sh) that does not fail the
-# guest: for what is known not to work everywhere. Returns the exit status.
-vtry() {
-    name=$1 secs=$2
-    shift 2
-    VPORT=$((VPORT + 1))
-    if [ "$NODE" = 1 ]; then
-        timeout "$secs" "$@" -p "$VPORT" >"/tmp/$name.log" 2>&1 &
-        vpid=$!
-        w=0
-        until listening "$VPORT"; do
-            kill -0 $vpid 2>/dev/null || break
-            sleep 0.2; w=$((w + 1))
-            [ $w -lt 300 ] || break
-        done
-        echo up >"/www/$name"
-        wait $vpid
-    else
-        fetch "$name" 120 || return 1
-        timeout "$secs" "$@" -p "$VPORT" "$PEER" >"/tmp/$name.log" 2>&1
-    fi
-}
-
 # ucx_perf DEV LEVEL SPEC...: ucx_perftest between the nodes on DEV:1,
 # SPEC = TEST:SIZE:ITERATIONS[:DATA-LAYOUT]. LEVEL uct: the rc_verbs
 # transport alone (-x rc_verbs; connected through ucx_perftest's own TCP
