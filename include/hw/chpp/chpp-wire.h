@@ -135,7 +135,7 @@ struct chpp_link_rec {
     uint32_t magic;             /* CHPP_LINK_MAGIC */
     uint8_t  type;              /* enum chpp_link_rec_type */
     uint8_t  vc;                /* FRAME, CREDIT: virtual channel */
-    uint16_t reserved;
+    uint16_t seq;               /* Ethernet FRAME: per (peer, vc); else 0 */
     uint32_t len;               /* bytes that follow */
 };
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_rec, 12);
@@ -168,6 +168,32 @@ struct chpp_link_refuse {
     char     text[60];          /* NUL-terminated explanation */
 };
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_refuse, 64);
+
+/*
+ * The link over Ethernet (docs/fabric.md): each record above travels as
+ * the payload of one Ethernet frame of EtherType CHPP_ETH_TYPE (IEEE 802
+ * local experimental EtherType 1), padded to the Ethernet minimum; the
+ * record's len says where it ends.  Addresses are locally administered
+ * unicast MACs 02:63:68:<fn>:<node 15:8>:<node 7:0> ("ch"): the sender's
+ * as source, the receiving node's as destination (fn 0 for link records,
+ * the frame's dst_vf/src_vf for FRAME), broadcast for HELLO discovery.
+ * Captures of a chardev link use the same framing.
+ */
+#define CHPP_ETH_TYPE               0x88b5
+#define CHPP_ETH_HDR_SIZE           14
+#define CHPP_ETH_MAC_OUI0           0x02
+#define CHPP_ETH_MAC_OUI1           0x63
+#define CHPP_ETH_MAC_OUI2           0x68
+
+static inline void chpp_eth_mac(uint8_t mac[6], uint16_t node, uint8_t fn)
+{
+    mac[0] = CHPP_ETH_MAC_OUI0;
+    mac[1] = CHPP_ETH_MAC_OUI1;
+    mac[2] = CHPP_ETH_MAC_OUI2;
+    mac[3] = fn;
+    mac[4] = node >> 8;
+    mac[5] = node & 0xff;
+}
 
 #define CHPP_WIRE_FRAME_MAX \
     (CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext) + CHPP_WIRE_MAX_PAYLOAD)
