@@ -20,6 +20,7 @@
 #include "chardev/char-fe.h"
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
+#include "chpp-hca-capture.h"
 #include "trace.h"
 
 #define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
@@ -199,6 +200,9 @@ static void chpp_link_out(ChppHcaState *s, uint8_t type, uint8_t vc,
     };
 
     memcpy(buf->data, &rec, sizeof(rec));
+    chpp_capture_record(l->cap, &rec, buf->data + sizeof(rec),
+                        buf->len - sizeof(rec), s->params.node_id,
+                        l->peer_node);
     g_queue_push_tail(l->outq, buf);
     l->out_bytes += buf->len;
 }
@@ -742,6 +746,7 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
 {
     ChppLink *l = &s->link;
 
+    chpp_capture_record(l->cap, rec, p, len, l->peer_node, s->params.node_id);
     switch (rec->type) {
     case CHPP_LINK_HELLO:
         chpp_link_hello(s, p, len);
@@ -956,6 +961,28 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
 
 /* ---- lifecycle and properties ---------------------------------------- */
 
+/* Property capture (docs/capture.md): the records of a chardev link. */
+bool chpp_link_capture_open(ChppHcaState *s, Error **errp)
+{
+    ChppLink *l = &s->link;
+
+    if (!l->capture_path) {
+        return true;
+    }
+    if (!qemu_chr_fe_backend_connected(&l->chr)) {
+        error_setg(errp, "chpp-hca: capture needs a link (chardev)");
+        return false;
+    }
+    l->cap = chpp_capture_open(l->capture_path, l->capture_max, errp);
+    return l->cap != NULL;
+}
+
+void chpp_link_capture_close(ChppHcaState *s)
+{
+    chpp_capture_close(s->link.cap);
+    s->link.cap = NULL;
+}
+
 void chpp_link_realize(ChppHcaState *s, Error **errp)
 {
     ChppLink *l = &s->link;
@@ -1014,6 +1041,7 @@ void chpp_link_unrealize(ChppHcaState *s)
     qemu_chr_fe_deinit(&l->chr, false);
     chpp_link_io_detach(s);
     chpp_link_drop_queues(s);
+    chpp_link_capture_close(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         g_queue_free(l->backlog[vc]);
         g_queue_free(s->link_rx[vc]);

@@ -19,6 +19,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "chpp-hca.h"
+#include "chpp-hca-capture.h"
 #include "chpp-hca-link-io.h"
 #include "trace.h"
 
@@ -234,10 +235,12 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     if (pci_is_vf(pdev)) {
         chpp_sriov_vf_params(s);
     }
-    if (!chpp_hca_check_params(s, errp)) {
+    if (!chpp_hca_check_params(s, errp) ||
+        !chpp_link_capture_open(s, errp)) {
         return;
     }
     if (!chpp_hca_init_pci(s, errp)) {
+        chpp_link_capture_close(s);
         if (msix_present(pdev)) {
             msix_unuse_all_vectors(pdev);
             msix_uninit(pdev, &s->bar0, &s->bar0);
@@ -328,6 +331,9 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
+    DEFINE_PROP_STRING("capture", ChppHcaState, link.capture_path),
+    DEFINE_PROP_SIZE("capture-max", ChppHcaState, link.capture_max,
+                     CHPP_CAPTURE_MAX_DEFAULT),
     DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
                        CHPP_LINK_RING_DEFAULT),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
@@ -424,6 +430,11 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");
+    chpp_hca_prop_desc(oc, "capture", "pcap file of every record sent and "
+                       "received on the chardev link, framed as the "
+                       "Ethernet link frames them (docs/capture.md)");
+    chpp_hca_prop_desc(oc, "capture-max", "bytes the capture file may "
+                       "reach; then the capture stops");
     chpp_hca_prop_desc(oc, "x-link-ring-size", "bytes the link's reader "
                        "thread reads ahead (power of two, %s..%s; for tests)",
                        ring_min, ring_max);

@@ -324,6 +324,9 @@ typedef struct ChppLink {
     CharBackend chr;
     bool use_thread;            /* property link-thread */
     uint32_t ring_size;         /* property x-link-ring-size */
+    char *capture_path;         /* property capture */
+    uint64_t capture_max;       /* property capture-max */
+    struct ChppCapture *cap;    /* its file, NULL: no capture */
     bool up;                    /* HELLO exchanged, peer accepted */
     uint16_t peer_node;
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
@@ -792,6 +795,8 @@ ChppHcaState *chpp_arb_pick(ChppHcaState *pf);
 /* chpp-hca-link.c: the chardev link to a peer adapter. */
 void chpp_link_realize(ChppHcaState *s, Error **errp);
 void chpp_link_unrealize(ChppHcaState *s);
+bool chpp_link_capture_open(ChppHcaState *s, Error **errp);
+void chpp_link_capture_close(ChppHcaState *s);
 void chpp_link_reset(ChppHcaState *s);
 void chpp_link_add_properties(Object *obj);
 bool chpp_link_attached(ChppHcaState *s);
