@@ -140,7 +140,7 @@ static void test_properties_described(void)
         "timing-read-req", "timing-host-mps", "timing-tags",
         "timing-mem-cycles", "timing-xbar-cycles", "timing-nap-imm-cycles",
         "timing-nap-ind-cycles", "timing-put-cycles", "timing-get-cycles",
-        "timing-link-ns",
+        "timing-link-ns", "capture", "capture-max",
     };
     QTestState *qts = qtest_init("-machine none");
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device-list-properties', "
