@@ -60,6 +60,9 @@ PACKAGES=(
     opensm infiniband-diags
     # rdma_cm in the guests (rping, ucmatose); NVMe over RDMA (nvme)
     rdmacm-utils nvme-cli
+    # captures of the link read back with the Wireshark dissector
+    # (chpp-hca-capture-test, docs/capture.md)
+    tshark
 )
 
 APT_ENV=(env DEBIAN_FRONTEND=noninteractive)
@@ -112,6 +115,9 @@ install_packages() {
         chpp_as_root "${APT_ENV[@]}" apt-get update -q
     fi
     if [ -n "$missing" ]; then
+        # wireshark-common asks whether to install dumpcap setuid; no.
+        echo "wireshark-common wireshark-common/install-setuid boolean false" |
+            chpp_as_root debconf-set-selections
         # shellcheck disable=SC2086
         chpp_log "installing:" $missing
         # shellcheck disable=SC2086

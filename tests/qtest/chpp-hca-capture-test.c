@@ -15,7 +15,7 @@
 #include "hw/chpp/chpp-wire.h"
 
 #define QPN_A   1
-#define QPN_B   3
+#define QPN_B   5           /* DST-QP needs its 3 bits */
 #define PUT_LEN (CHPP_LINK_CREDITS / 4 * CHPP_WIRE_MAX_PAYLOAD)
 #define GET_LEN CHPP_WIRE_MAX_PAYLOAD
 #define SEND_LEN 100
@@ -33,14 +33,16 @@ static const char *const fields[] = {
     "chpp.ext.op", "chpp.ext.psn", "chpp.ext.src_qpn", "chpp.ext.dst_qpn",
     "chpp.ext.src_node", "chpp.ext.dst_node", "chpp.ext.payload_len",
     "chpp.ext.rkey", "chpp.ext.imm", "chpp.ext.msg_len", "chpp.ext.offset",
-    "chpp.ext.flags", "chpp.expert.bad_magic", "chpp.expert.truncated",
+    "chpp.ext.flags", "chpp.hdr.pkt_type", "chpp.hdr.tc", "chpp.hdr.src_cpu",
+    "chpp.hdr.dst_qp", "chpp.expert.bad_magic", "chpp.expert.truncated",
     "chpp.expert.hdr_mismatch", "chpp.expert.short", "chpp.expert.unknown",
     "_ws.expert.message",
 };
 enum {
     F_NUM, F_SRC, F_DST, F_TYPE, F_VC, F_HELLO_NODE, F_CREDITS, F_CREDIT,
     F_OP, F_PSN, F_SQPN, F_DQPN, F_SNODE, F_DNODE, F_PLEN, F_RKEY, F_IMM,
-    F_MSG_LEN, F_OFFSET, F_FLAGS, F_X_MAGIC, F_X_TRUNC, F_X_HDR, F_X_SHORT,
+    F_MSG_LEN, F_OFFSET, F_FLAGS, F_H_TYPE, F_H_TC, F_H_SRC_CPU, F_H_DST_QP,
+    F_X_MAGIC, F_X_TRUNC, F_X_HDR, F_X_SHORT,
     F_X_UNKNOWN, F_EXPERT, F_NUM_FIELDS
 };
 QEMU_BUILD_BUG_ON(ARRAY_SIZE(fields) != F_NUM_FIELDS);
@@ -105,8 +107,9 @@ static char *mac(uint16_t node, uint8_t fn)
 static void node_start(ChppNode *n, uint16_t id, const char *chardev,
                        const char *pcap)
 {
-    g_autofree char *props = g_strdup_printf("node-id=%u,chardev=lnk,"
-                                             "capture=%s", id, pcap);
+    g_autofree char *props = g_strdup_printf("node-id=%u,num-qps=8,"
+                                             "chardev=lnk,capture=%s", id,
+                                             pcap);
     g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
                                              chardev);
 
@@ -283,6 +286,16 @@ static void test_capture_decoded(void)
         g_assert_cmpuint(num(r, F_DNODE), ==, from_a ? 2 : 1);
         g_assert_cmpuint(num(r, F_SQPN), ==, from_a ? QPN_A : QPN_B);
         g_assert_cmpuint(num(r, F_DQPN), ==, from_a ? QPN_B : QPN_A);
+        /* Figure 6: the narrow copies, the channel, the packet type. */
+        g_assert_cmpuint(num(r, F_H_SRC_CPU), ==, from_a ? 1 : 2);
+        g_assert_cmpuint(num(r, F_H_DST_QP), ==, (from_a ? QPN_B : QPN_A) & 7);
+        g_assert_cmpuint(num(r, F_H_TC), ==, num(r, F_VC));
+        g_assert_cmpuint(num(r, F_H_TYPE), ==,
+                         num(r, F_OP) == CHPP_OP_WRITE ||
+                         num(r, F_OP) == CHPP_OP_READ_RESP ? CHPP_PKT_PUT :
+                         num(r, F_OP) == CHPP_OP_READ_REQ ? CHPP_PKT_GET :
+                         num(r, F_OP) == CHPP_OP_ACK ? CHPP_PKT_ACK :
+                         CHPP_PKT_NAP);
         switch (num(r, F_OP)) {
         case CHPP_OP_WRITE:     /* in order, PSN after PSN */
             g_assert(from_a);
