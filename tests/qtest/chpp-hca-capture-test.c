@@ -53,7 +53,7 @@ static GPtrArray *tshark(const char *pcap)
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     g_autofree char *out = NULL, *err = NULL;
     g_auto(GStrv) lines = NULL;
-    GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+    GPtrArray *rows;
     int status, i;
 
     g_ptr_array_add(argv, g_strdup("tshark"));
@@ -78,6 +78,7 @@ static GPtrArray *tshark(const char *pcap)
     g_assert(!strstr(err, "Lua") && !strstr(err, "rror"));
     g_assert(!strstr(out, "Lua Error"));
     lines = g_strsplit(out, "\n", -1);
+    rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
     for (i = 0; lines[i] && *lines[i]; i++) {
         char **row = g_strsplit(lines[i], "\t", -1);
 
