@@ -14,6 +14,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/error-report.h"
+#include "qemu/iov.h"
 #include "qapi/error.h"
 #include "chpp-hca-capture.h"
 
@@ -76,7 +77,7 @@ static bool chpp_capture_write(ChppCapture *cap, struct iovec *iov, int n)
         chpp_capture_stop(cap, strerror(errno));
         return false;
     }
-    if (done != want) {
+    if ((size_t)done != want) {
         chpp_capture_stop(cap, "short write");
         return false;
     }

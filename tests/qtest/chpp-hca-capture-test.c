@@ -450,7 +450,10 @@ static void run_qemu(const char *args, int *status, char **err)
                           NULL, NULL, err, status, NULL));
 }
 
-/* A file that cannot be created, or no link to capture: refused. */
+/*
+ * A file that cannot be created or written, no link to capture, a bound
+ * below the file header: refused at start-up, with a message.
+ */
 static void test_capture_refused(void)
 {
     static const char *const bad[] = {
@@ -459,6 +462,8 @@ static void test_capture_refused(void)
         "-device chpp-hca,capture=%s/nolink.pcap",
         "-chardev null,id=c -device chpp-hca,chardev=c,capture-max=10,"
         "capture=%s/small.pcap",
+        /* Created, but its first write fails (ENOSPC). */
+        "-chardev null,id=c -device chpp-hca,chardev=c,capture=/dev/full",
     };
     g_autofree char *nolink = g_strdup_printf("%s/nolink.pcap", tmpdir);
     unsigned i;
