@@ -10,6 +10,8 @@
 #   (c) fetch QEMU 7.2 with `apt-get source qemu` into build/src/
 #   (d) extract the kernel's checkpatch.pl from Debian's linux-source-6.1
 #       package (downloaded, not installed) into build/tools/kernel-checkpatch/
+#   (e) build the Wireshark plugin of the link from chpp-wire.h into
+#       build/wireshark/chpp.lua (docs/capture.md; a second of C compiling)
 #
 # Runs as root; uses sudo for the system steps when started as another user.
 set -euo pipefail
@@ -182,3 +184,4 @@ enable_deb_src
 install_packages
 fetch_qemu_source
 fetch_kernel_checkpatch
+python3 "$CHPP_ROOT/scripts/wireshark/chpp-lua.py" >/dev/null
