@@ -34,7 +34,9 @@ static const char *const fields[] = {
     "chpp.ext.src_node", "chpp.ext.dst_node", "chpp.ext.payload_len",
     "chpp.ext.rkey", "chpp.ext.imm", "chpp.ext.msg_len", "chpp.ext.offset",
     "chpp.ext.flags", "chpp.hdr.pkt_type", "chpp.hdr.tc", "chpp.hdr.src_cpu",
-    "chpp.hdr.dst_qp", "chpp.expert.bad_magic", "chpp.expert.truncated",
+    "chpp.hdr.dst_qp", "chpp.ext.syndrome", "chpp.refuse.reason",
+    "chpp.refuse.text", "chpp.hello.extra", "chpp.expert.nak",
+    "chpp.expert.refused", "chpp.expert.bad_magic", "chpp.expert.truncated",
     "chpp.expert.hdr_mismatch", "chpp.expert.short", "chpp.expert.unknown",
     "_ws.expert.message",
 };
@@ -42,6 +44,7 @@ enum {
     F_NUM, F_SRC, F_DST, F_TYPE, F_VC, F_HELLO_NODE, F_CREDITS, F_CREDIT,
     F_OP, F_PSN, F_SQPN, F_DQPN, F_SNODE, F_DNODE, F_PLEN, F_RKEY, F_IMM,
     F_MSG_LEN, F_OFFSET, F_FLAGS, F_H_TYPE, F_H_TC, F_H_SRC_CPU, F_H_DST_QP,
+    F_SYNDROME, F_REASON, F_TEXT, F_HELLO_EXTRA, F_X_NAK, F_X_REFUSED,
     F_X_MAGIC, F_X_TRUNC, F_X_HDR, F_X_SHORT,
     F_X_UNKNOWN, F_EXPERT, F_NUM_FIELDS
 };
@@ -360,6 +363,124 @@ static void test_capture_decoded(void)
     unlink(pb);
 }
 
+/* ---- errors on the link ------------------------------------------------- */
+
+static void set_prop(ChppNode *n, const char *prop, unsigned value)
+{
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-set', 'arguments': "
+                           "{'path': '/machine/peripheral-anon/device[0]', "
+                           "'property': %s, 'value': %u}}", prop, value);
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/* Two nodes with the same id: both refuse, both captures say why. */
+static void test_capture_refusal(void)
+{
+    g_autofree char *pa = g_strdup_printf("%s/same-a.pcap", tmpdir);
+    g_autofree char *pb = g_strdup_printf("%s/same-b.pcap", tmpdir);
+    g_autofree char *path = g_strdup_printf("%s/same", tmpdir);
+    g_autofree char *srv = g_strdup_printf("path=%s,server=on,wait=off",
+                                           path);
+    g_autofree char *cli = g_strdup_printf("path=%s", path);
+    g_autofree char *why = g_strdup_printf("same node id %u", 4);
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    const char *pcaps[] = { pa, pb };
+    ChppNode a, b;
+    unsigned i, j;
+
+    node_start(&a, 4, srv, pa);
+    node_start(&b, 4, cli, pb);
+    while (chpp_counter(a.d, CHPP_CNT_LINK_REFUSED) == 0 ||
+           chpp_counter(b.d, CHPP_CNT_LINK_REFUSED) == 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+    chpp_stop(a.d);
+    chpp_stop(b.d);
+    for (i = 0; i < ARRAY_SIZE(pcaps); i++) {
+        g_autoptr(GPtrArray) rows = tshark(pcaps[i]);
+        unsigned refusals = 0;
+
+        for (j = 0; j < rows->len; j++) {
+            char **r = g_ptr_array_index(rows, j);
+
+            if (num(r, F_TYPE) != CHPP_LINK_REFUSE) {
+                g_assert_cmpuint(num(r, F_TYPE), ==, CHPP_LINK_HELLO);
+                continue;
+            }
+            g_assert_cmpuint(num(r, F_REASON), ==, CHPP_LINK_REFUSE_SAME_NODE);
+            g_assert(strstr(r[F_TEXT], why));
+            g_assert_cmpstr(r[F_X_REFUSED], ==, "1");
+            refusals++;
+        }
+        /* Its own REFUSE, and maybe the peer's before the cut. */
+        g_assert_cmpuint(refusals, >=, 1);
+        unlink(pcaps[i]);
+    }
+}
+
+/* A frame damaged on the way: the NAK and the retransmission, decoded. */
+static void test_capture_nak(void)
+{
+    g_autofree char *pa = g_strdup_printf("%s/nak-a.pcap", tmpdir);
+    g_autofree char *pb = g_strdup_printf("%s/nak-b.pcap", tmpdir);
+    g_autoptr(GPtrArray) rows = NULL;
+    ChppNode a, b;
+    uint32_t ak, bk, len = 3 * CHPP_WIRE_MAX_PAYLOAD;
+    uint64_t ab, bb;
+    struct chpp_cqe cqe;
+    ChppWqeBuf *w;
+    unsigned naks = 0, damaged = 0, first = 0;
+    guint i;
+
+    pair_start(&a, &b, pa, pb);
+    ab = node_buf(&a, len, &ak);
+    bb = node_buf(&b, len, &bk);
+    chpp_node_qp(&a, QPN_A, 0x11, 6, 9);
+    chpp_node_qp(&b, QPN_B, 0x23, 6, 9);
+    chpp_node_connect(&a, &b, 12, 7);
+    chpp_node_connect(&b, &a, 12, 7);
+    set_prop(&a, "fault-corrupt-next", 1);
+    chpp_fill(a.d, ab, len, 3);
+    w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_raddr(w, bb, bk);
+    chpp_wqe_sge(w, ab, len, ak);
+    chpp_post_send(a.d, &a.qp, w, true);
+    expect2(&a, &b, 0, 1, CHPP_CQE_OP_RDMA_WRITE, len, &cqe);
+    chpp_check(b.d, bb, len, 3);
+    chpp_stop(a.d);
+    chpp_stop(b.d);
+
+    rows = tshark(pa);
+    for (i = 0; i < rows->len; i++) {
+        char **r = g_ptr_array_index(rows, i);
+
+        if (num(r, F_TYPE) != CHPP_LINK_FRAME) {
+            continue;
+        }
+        if (num(r, F_OP) == CHPP_OP_NAK) {
+            g_assert_cmpuint(num(r, F_SYNDROME), ==, CHPP_NAK_PSN_SEQ);
+            g_assert_cmpuint(num(r, F_PSN), ==, PSN0);
+            g_assert_cmpstr(r[F_X_NAK], ==, "1");
+            naks++;
+        } else if (num(r, F_OP) == CHPP_OP_WRITE) {
+            /* The fault changed the first frame's PSN on the way out. */
+            if (num(r, F_PSN) == PSN0) {
+                first++;
+            } else if (num(r, F_PSN) >= PSN0 + 3) {
+                damaged++;
+            }
+        }
+    }
+    g_assert_cmpuint(damaged, ==, 1);
+    g_assert_cmpuint(naks, >=, 1);
+    g_assert_cmpuint(first, ==, 1);         /* sent again, whole */
+    unlink(pa);
+    unlink(pb);
+}
+
 /* ---- malformed records ------------------------------------------------- */
 
 static void pcap_write(FILE *f, const struct chpp_link_rec *rec,
@@ -399,10 +520,19 @@ static void test_malformed_records(void)
         .type = CHPP_LINK_CREDIT,
         .len = cpu_to_le32(sizeof(c)),
     };
+    uint8_t hello[sizeof(struct chpp_link_hello) + 8] = {};
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR + 1),
+        .node_id = cpu_to_le16(7),
+    };
     g_autoptr(GPtrArray) rows = NULL;
     FILE *f = fopen(path, "wb");
+    char **r;
     guint i, j;
 
+    memcpy(hello, &h, sizeof(h));
+    memset(hello + sizeof(h), 0xee, sizeof(hello) - sizeof(h));
     g_assert(f);
     g_assert_cmpuint(fwrite(pcap_hdr, sizeof(pcap_hdr), 1, f), ==, 1);
     /* 1: bad magic */
@@ -423,17 +553,28 @@ static void test_malformed_records(void)
     rec.type = 0x7f;
     rec.len = cpu_to_le32(sizeof(c));
     pcap_write(f, &rec, &c, sizeof(c));
+    /* 6: no error: a HELLO of a later version, with fields appended */
+    rec.type = CHPP_LINK_HELLO;
+    rec.len = cpu_to_le32(sizeof(hello));
+    pcap_write(f, &rec, hello, sizeof(hello));
     fclose(f);
 
     rows = tshark(path);
-    g_assert_cmpuint(rows->len, ==, ARRAY_SIZE(expert));
-    for (i = 0; i < rows->len; i++) {
-        char **r = g_ptr_array_index(rows, i);
-
+    g_assert_cmpuint(rows->len, ==, ARRAY_SIZE(expert) + 1);
+    for (i = 0; i < ARRAY_SIZE(expert); i++) {
+        r = g_ptr_array_index(rows, i);
         for (j = 0; j < ARRAY_SIZE(expert); j++) {
             g_assert_cmpstr(r[expert[j]], ==, i == j ? "1" : "");
         }
     }
+    r = g_ptr_array_index(rows, ARRAY_SIZE(expert));
+    for (j = 0; j < ARRAY_SIZE(expert); j++) {
+        g_assert_cmpstr(r[expert[j]], ==, "");
+    }
+    /* The known 32 bytes decoded, the rest shown as data. */
+    g_assert_cmpstr(r[F_EXPERT], ==, "");
+    g_assert_cmpuint(num(r, F_HELLO_NODE), ==, 7);
+    g_assert_cmpstr(r[F_HELLO_EXTRA], ==, "eeeeeeeeeeeeeeee");
     unlink(path);
 }
 
@@ -527,6 +668,8 @@ int main(int argc, char **argv)
     }
 
     qtest_add_func("/chpp-hca/capture/decoded", test_capture_decoded);
+    qtest_add_func("/chpp-hca/capture/refusal", test_capture_refusal);
+    qtest_add_func("/chpp-hca/capture/nak", test_capture_nak);
     qtest_add_func("/chpp-hca/capture/malformed", test_malformed_records);
     qtest_add_func("/chpp-hca/capture/refused", test_capture_refused);
     qtest_add_func("/chpp-hca/capture/bounded", test_capture_bounded);
