@@ -113,7 +113,7 @@ local ex = {
                                 "Record len runs beyond the packet",
                                 expert.group.MALFORMED, expert.severity.ERROR),
     short = ProtoExpert.new("chpp.expert.short",
-                            "Record shorter than its structure",
+                            "Record body empty or ending inside a field",
                             expert.group.MALFORMED, expert.severity.ERROR),
     unknown = ProtoExpert.new("chpp.expert.unknown",
                               "Unknown record type, opcode, flags or version",
@@ -137,17 +137,24 @@ local ex = {
 chpp.experts = { ex.bad_magic, ex.truncated, ex.short, ex.unknown,
                  ex.payload_len, ex.mismatch, ex.vc, ex.refused, ex.nak }
 
--- Add every field of struct SNAME found in TVB at OFF; returns the values
--- (numbers; UInt64 for 8-byte fields), by field name.
+-- Add the fields of struct SNAME found in TVB at OFF; returns the values
+-- by field name (numbers, UInt64 for 8-byte fields, a list for arrays)
+-- and whether the bytes end inside a field.  A record of an earlier
+-- version may lack the last fields (1.0's CREDIT has no total): those that
+-- are missing are left out.
 local function add_struct(tree, tvb, off, sname, prefix)
     local v = {}
+    local cut = false
     for _, f in ipairs(W.structs[sname].fields) do
         local p = pf["chpp." .. prefix .. "." .. f.name]
-        if f.text then
+        if off + f.off + f.size > tvb:len() then
+            cut = cut or off + f.off < tvb:len()
+        elseif f.text then
             local r = tvb(off + f.off, f.size)
             tree:add(p, r)
             v[f.name] = r:stringz()
         else
+            local list = {}
             for i = 0, f.size / f.elem - 1 do
                 local r = tvb(off + f.off + i * f.elem, f.elem)
                 local item = tree:add_le(p, r)
@@ -155,11 +162,11 @@ local function add_struct(tree, tvb, off, sname, prefix)
                     item:prepend_text("[" .. i .. "] ")
                 end
                 if f.elem == 8 then
-                    v[f.name] = r:le_uint64()
+                    list[i + 1] = r:le_uint64()
                 elseif f.elem == 1 then
-                    v[f.name] = r:uint()
+                    list[i + 1] = r:uint()
                 else
-                    v[f.name] = r:le_uint()
+                    list[i + 1] = r:le_uint()
                 end
                 if f.flags then
                     for _, fl in ipairs(W.flags[f.flags]) do
@@ -168,9 +175,10 @@ local function add_struct(tree, tvb, off, sname, prefix)
                     end
                 end
             end
+            v[f.name] = f.size > f.elem and list or list[1]
         end
     end
-    return v
+    return v, cut
 end
 
 local function flag_names(prefix, value)
@@ -290,31 +298,37 @@ local function dissect_body(tvb, tree, rtype, vc)
     if name == "FRAME" then
         return dissect_frame(tvb, tree, vc)
     end
-    if not name or not W.structs[sname] then
+    if not name then
         tree:add_proto_expert_info(ex.unknown)
         return "record type " .. rtype
     end
-    local size = W.structs[sname].size
-    if tvb:len() < size then
-        tree:add_proto_expert_info(ex.short)
-        return name .. " (short)"
+    if not W.structs[sname] then        -- a type with no body structure
+        tree:add(pf["chpp.payload"], tvb())
+        return name .. " vc " .. vc
     end
-    local v = add_struct(tree, tvb, 0, sname, name:lower())
+    local size = W.structs[sname].size
+    local v, cut = add_struct(tree, tvb, 0, sname, name:lower())
+    if cut then
+        tree:add_proto_expert_info(ex.short)
+    end
     if name == "HELLO" then
         if tvb:len() > size then
             tree:add(pf["chpp.hello.extra"], tvb(size))
         end
-        return string.format("HELLO node %d v%d.%d credits %s caps %s",
-                             v.node_id, v.version_major, v.version_minor,
-                             tvb(12, 4):le_uint() .. "/" ..
-                             tvb(16, 4):le_uint(),
-                             flag_names("CHPP_LINK_CAP_", v.caps))
+        return string.format("HELLO node %s v%s.%s credits %s caps %s",
+                             tostring(v.node_id), tostring(v.version_major),
+                             tostring(v.version_minor),
+                             table.concat(v.credits or {}, "/"),
+                             flag_names("CHPP_LINK_CAP_", v.caps or 0))
     elseif name == "CREDIT" then
-        return string.format("CREDIT vc %d +%d", vc, v.count)
+        return string.format("CREDIT vc %d +%s", vc, tostring(v.count))
+    elseif name == "REFUSE" then
+        tree:add_proto_expert_info(ex.refused)
+        return string.format("REFUSE %s: %s",
+                             name_of("chpp_link_refusal", v.reason or 0),
+                             v.text or "")
     end
-    tree:add_proto_expert_info(ex.refused)
-    return string.format("REFUSE %s: %s", name_of("chpp_link_refusal",
-                                                  v.reason), v.text)
+    return name .. " vc " .. vc
 end
 
 function chpp.dissector(tvb, pinfo, tree)
@@ -342,16 +356,19 @@ function chpp.dissector(tvb, pinfo, tree)
         rt:add_proto_expert_info(ex.truncated)
         len = avail
     end
-    local info = "(empty)"
+    local name = W.enums.chpp_link_rec_type[r.type]
+    local info
     if len > 0 then
-        local name = W.enums.chpp_link_rec_type[r.type] or "Record"
-        local bt = t:add(chpp, tvb(rs, len), name)
+        local bt = t:add(chpp, tvb(rs, len), name or "Record")
         info = dissect_body(tvb(rs, len):tvb(), bt, r.type, r.vc)
-    elseif W.enums.chpp_link_rec_type[r.type] then
-        t:add_proto_expert_info(ex.short)
-        info = W.enums.chpp_link_rec_type[r.type] .. " (empty)"
-    else
+    elseif not name then
         t:add_proto_expert_info(ex.unknown)
+        info = "record type " .. r.type
+    elseif name == "FRAME" or W.structs["chpp_link_" .. name:lower()] then
+        t:add_proto_expert_info(ex.short)
+        info = name .. " (empty)"
+    else
+        info = name .. " vc " .. r.vc
     end
     if rs + len < tvb:len() then
         t:add(pf["chpp.padding"], tvb(rs + len))

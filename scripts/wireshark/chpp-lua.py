@@ -64,8 +64,13 @@ def parse(path=HEADER):
                  not n.endswith("_MAX")]
         prefix = _strip_prefix(names)
         enums[m.group(1)] = [(n, n[len(prefix):]) for n in names]
+    # Flag sets: those listed, and any a struct field's comment names.
+    prefixes = list(FLAG_SETS)
+    for m in re.finditer(r"\b(CHPP_\w+_)\*", text):
+        if m.group(1) not in prefixes:
+            prefixes.append(m.group(1))
     flags = {}
-    for prefix in FLAG_SETS:
+    for prefix in prefixes:
         flags[prefix] = [n for n in re.findall(
             r"^#define\s+(%s\w+)\s+\(1u\s*<<\s*\d+\)" % prefix, text, re.M)]
     structs = {}
