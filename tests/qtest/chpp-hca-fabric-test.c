@@ -170,6 +170,15 @@ static void fab_connect(Fab *a, Fab *b, uint8_t timeout, uint8_t retry)
     chpp_node_connect(&b->n, &a->n, timeout, retry);
 }
 
+/* @f's QP towards node @to back to RESET, to be connected again. */
+static void fab_reset_qp(Fab *f, uint16_t to)
+{
+    struct chpp_qp_context zero = {};
+
+    g_assert_cmphex(chpp_modify_qp(f->n.d, CHPP_CMD_2RST_QP, to, 0, &zero),
+                    ==, CHPP_STAT_OK);
+}
+
 /* Wait for a CQE on @f, stepping every node's virtual clock. */
 static void poll_all(Fab *f, Fab *all, unsigned n, uint32_t cqn,
                      struct chpp_cqe *cqe)
@@ -366,6 +375,8 @@ static void test_peer_restart(void)
     /* Node 3 again: new epoch, new QPs. */
     fab_start(&f[2], 3);
     wait_all(f, 3);
+    fab_reset_qp(&f[0], 3);
+    fab_reset_qp(&f[1], 3);
     fab_connect(&f[0], &f[2], 12, 3);
     fab_connect(&f[1], &f[2], 12, 3);
     put_get(&f[0], &f[2], f, 3, 30000, 5);
