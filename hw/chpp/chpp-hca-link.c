@@ -870,10 +870,13 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t to, uint32_t reason,
                      s->params.node_id, text,
                      chpp_link_refusal_note(s, note, sizeof(note)));
     }
-    chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
-    chpp_link_flush(s);
     if (!s->link.eth) {
+        chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
+        chpp_link_flush(s);
         chpp_link_cut_now(s, "handshake refused");
+    } else if (to != s->params.node_id) {
+        /* On a segment, a REFUSE to our own id would reach us alone. */
+        chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
     }
 }
 
@@ -892,8 +895,8 @@ static void chpp_link_log_refusal(ChppHcaState *s, uint16_t node,
     }
     text[i] = 0;
     if (chpp_link_refusal_logged(s)) {
-        error_report("chpp-hca node %u: peer node %u refused the link "
-                     "(reason %u): %s%s", s->params.node_id, node,
+        error_report("chpp-hca node %u: the peer refused the link "
+                     "(node %u, reason %u): %s%s", s->params.node_id, node,
                      le32_to_cpu(r.reason), text,
                      chpp_link_refusal_note(s, note, sizeof(note)));
     }
