@@ -772,8 +772,10 @@ static ChppPeer *chpp_link_peer_new(ChppHcaState *s, uint16_t node,
         p->node = node;
         p->epoch = epoch;
         p->last_seen = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-            p->credits[vc] = MIN(le32_to_cpu(h->credits[vc]), 4096);
+        /* credits[0] for each data VC, credits[1] for the GET VC */
+        for (vc = 0; vc < chpp_num_vcs(s); vc++) {
+            p->credits[vc] = MIN(le32_to_cpu(
+                h->credits[vc < s->params.data_vcs ? 0 : 1]), 4096);
             p->last_credit[vc] = p->last_seen;
         }
         trace_chpp_hca_link_peer(node, epoch, "met");
@@ -803,7 +805,7 @@ static void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
         .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
         .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR),
         .node_id = cpu_to_le16(s->params.node_id),
-        .data_vcs = 1,
+        .data_vcs = s->params.data_vcs,
         .flags = flags,
         .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
         .credits = { cpu_to_le32(chpp_link_grant(l)),
@@ -948,9 +950,9 @@ static bool chpp_link_hello_ok(ChppHcaState *s, uint32_t to,
         chpp_link_refuse(s, to, CHPP_LINK_REFUSE_SAME_NODE, why);
         return false;
     }
-    if (MAX(h->data_vcs, 1) != 1) {
-        why = g_strdup_printf("peer has %u data VCs, this device 1",
-                              h->data_vcs);
+    if (MAX(h->data_vcs, 1) != s->params.data_vcs) {
+        why = g_strdup_printf("peer has %u data VCs, this device %u",
+                              MAX(h->data_vcs, 1), s->params.data_vcs);
         chpp_link_refuse(s, to, CHPP_LINK_REFUSE_VCS, why);
         return false;
     }
@@ -1122,7 +1124,7 @@ static bool chpp_link_rec_ok(ChppHcaState *s, const struct chpp_link_rec *rec)
 {
     if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
         le32_to_cpu(rec->len) > CHPP_WIRE_FRAME_MAX ||
-        rec->vc >= CHPP_NUM_VCS) {
+        rec->vc >= chpp_num_vcs(s)) {
         chpp_link_protocol_error(s, "bad record header");
         return false;
     }
@@ -1270,7 +1272,7 @@ static void chpp_link_eth_record(void *opaque, const ChppEthSrc *src,
     ChppLink *l = &s->link;
     ChppPeer *p;
 
-    if (rec->vc >= CHPP_NUM_VCS) {
+    if (rec->vc >= chpp_num_vcs(s)) {
         chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
         trace_chpp_hca_err_link_bad("no such virtual channel");
         return;

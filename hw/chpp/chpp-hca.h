@@ -34,6 +34,7 @@ typedef struct ChppHcaParams {
     uint16_t device_id;
     uint16_t vf_device_id;
     uint16_t node_id;
+    uint8_t data_vcs;           /* property vcs: 1, 2 or 4 */
     uint32_t num_qps;
     uint32_t num_cqs;
     uint32_t num_eqs;
@@ -461,8 +462,8 @@ struct ChppHcaState {
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
-    GQueue *wire_rx[2];         /* loopback frames per virtual channel */
-    GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
+    GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
+    GQueue *link_rx[CHPP_NUM_VCS];  /* decoded ChppPkt from the link per VC */
     GQueue *timed_rx;           /* timing mode: loopback frames not due yet */
     ChppTimingModel timing;     /* PF: the timing model's resources */
     ChppLink link;
@@ -547,6 +548,12 @@ static inline ChppHcaState *chpp_pf(ChppHcaState *s)
     PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
 
     return pf ? CHPP_HCA(pf) : s;
+}
+
+/* Virtual channels in use: the data VCs and the GET VC (their last). */
+static inline unsigned chpp_num_vcs(ChppHcaState *s)
+{
+    return chpp_pf(s)->params.data_vcs + 1;
 }
 
 /* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */

@@ -45,13 +45,12 @@ static void new_segment(void)
              20000 + g_random_int_range(0, 40000));
 }
 
-static const char *fab_props = "";
-
-static void fab_start(Fab *f, uint16_t id)
+/* Node @id on the segment, with device properties @more ("" or ",..."). */
+static void fab_start_props(Fab *f, uint16_t id, const char *more)
 {
     g_autofree char *props = g_strdup_printf(
         "node-id=%u,netdev=fab,link-hello-ms=100,link-peer-timeout-ms=1000%s",
-        id, fab_props);
+        id, more);
     g_autofree char *extra = g_strdup_printf(
         "-netdev socket,id=fab,mcast=%s,localaddr=127.0.0.1", mcast);
 
@@ -61,6 +60,11 @@ static void fab_start(Fab *f, uint16_t id)
     qtest_memset(f->n.d->qts, f->buf, 0, 2 * BUF);
     f->key = chpp_create_mr(f->n.d, f->n.next_mr++, PD, f->buf, 2 * BUF,
                             MR_ALL);
+}
+
+static void fab_start(Fab *f, uint16_t id)
+{
+    fab_start_props(f, id, "");
 }
 
 static QDict *link_state(Fab *f)
@@ -99,6 +103,23 @@ static uint64_t link_u64(Fab *f, const char *key)
     QDict *link = link_state(f);
     uint64_t v = qdict_get_int(link, key);
 
+    qobject_unref(link);
+    return v;
+}
+
+static uint64_t vc_u64(Fab *f, unsigned vc, const char *key)
+{
+    QDict *link = link_state(f);
+    QListEntry *e;
+    uint64_t v = UINT64_MAX;
+
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(link, "vcs"), e) {
+        QDict *p = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (qdict_get_int(p, "vc") == vc) {
+            v = qdict_get_int(p, key);
+        }
+    }
     qobject_unref(link);
     return v;
 }
@@ -680,6 +701,130 @@ static void test_hostile(void)
     fab_stop(f, 2);
 }
 
+/*
+ * Two data VCs: node 1's packets for node 2 on VC0, for node 3 on VC1
+ * (Dest-Mod), GET requests on the GET VC (2) whoever they are for.
+ */
+static void test_vcs_dest_mod(void)
+{
+    Fab f[3];
+    unsigned i;
+    uint64_t before[3];
+
+    new_segment();
+    for (i = 0; i < 3; i++) {
+        fab_start_props(&f[i], i + 1, ",vcs=2");
+    }
+    wait_all(f, 3);
+    g_assert_cmpuint(link_u64(&f[0], "data-vcs"), ==, 2);
+    g_assert_cmpuint(vc_u64(&f[0], 3, "tx-frames"), ==, UINT64_MAX);
+    fab_connect(&f[0], &f[1], 14, 7);
+    fab_connect(&f[0], &f[2], 14, 7);
+
+    /* PUT and GET to node 2: data on VC 2 mod 2 = 0, the GET on VC2. */
+    for (i = 0; i < 3; i++) {
+        before[i] = vc_u64(&f[0], i, "tx-frames");
+    }
+    put_get(&f[0], &f[1], f, 3, 40000, 1);
+    g_assert_cmpuint(vc_u64(&f[0], 0, "tx-frames") - before[0], ==, 10);
+    g_assert_cmpuint(vc_u64(&f[0], 1, "tx-frames"), ==, before[1]);
+    g_assert_cmpuint(vc_u64(&f[0], 2, "tx-frames") - before[2], ==, 1);
+    /* Node 2 answers node 1 (1 mod 2 = 1): ACKs and GET data on VC1. */
+    g_assert_cmpuint(vc_u64(&f[1], 1, "tx-frames"), >=, 10);
+    g_assert_cmpuint(vc_u64(&f[1], 0, "tx-frames"), ==, 0);
+
+    /* To node 3: VC 3 mod 2 = 1. */
+    for (i = 0; i < 3; i++) {
+        before[i] = vc_u64(&f[0], i, "tx-frames");
+    }
+    put_get(&f[0], &f[2], f, 3, 40000, 2);
+    g_assert_cmpuint(vc_u64(&f[0], 1, "tx-frames") - before[1], ==, 10);
+    g_assert_cmpuint(vc_u64(&f[0], 0, "tx-frames"), ==, before[0]);
+    g_assert_cmpuint(vc_u64(&f[0], 2, "tx-frames") - before[2], ==, 1);
+    fab_stop(f, 3);
+}
+
+/* Both ends must agree on the VC count: a REFUSE, and no peer. */
+static void test_vcs_mismatch(void)
+{
+    Fab f[2];
+
+    new_segment();
+    fab_start_props(&f[0], 1, ",vcs=2");
+    fab_start_props(&f[1], 2, ",vcs=4");
+    wait_counter(&f[0], CHPP_CNT_LINK_REFUSED, 1);
+    g_usleep(300000);
+    g_assert_cmpint(peer_u64(&f[0], 2, "up"), !=, 1);
+    g_assert_cmpint(peer_u64(&f[1], 1, "up"), !=, 1);
+    g_assert_false(chpp_rd(f[0].n.d, CHPP_REG_LINK) & CHPP_LINK_UP);
+    fab_stop(f, 2);
+}
+
+/*
+ * Head-of-line blocking: node 2 grants one frame per VC.  With one data
+ * VC, node 1's frames for node 3 wait behind those for node 2 (HOL
+ * stalls); with two, node 3's have a channel of their own.
+ */
+static void hol(const char *vcs, bool shared)
+{
+    g_autofree char *slow = g_strdup_printf("%s,link-credits=1", vcs);
+    Fab f[3];
+    ChppWqeBuf *w;
+    uint32_t len = 60000;
+
+    new_segment();
+    fab_start_props(&f[0], 1, vcs);
+    fab_start_props(&f[1], 2, slow);
+    fab_start_props(&f[2], 3, vcs);
+    wait_all(f, 3);
+    fab_connect(&f[0], &f[1], 14, 7);
+    fab_connect(&f[0], &f[2], 14, 7);
+    chpp_fill(f[0].n.d, f[0].buf, len, 7);
+    /* Both PUTs at once, node 2's first. */
+    use_qp(&f[0], 2);
+    w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
+    chpp_wqe_raddr(w, f[1].buf, f[1].key);
+    chpp_wqe_sge(w, f[0].buf, len, f[0].key);
+    chpp_post_send(f[0].n.d, &f[0].n.qp, w, true);
+    keep_qp(&f[0], 2);
+    use_qp(&f[0], 3);
+    w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 2, 0);
+    chpp_wqe_raddr(w, f[2].buf, f[2].key);
+    chpp_wqe_sge(w, f[0].buf, len, f[0].key);
+    chpp_post_send(f[0].n.d, &f[0].n.qp, w, true);
+    keep_qp(&f[0], 3);
+    {
+        struct chpp_cqe cqe[2];
+
+        poll_all(&f[0], f, 3, SCQ, &cqe[0]);
+        poll_all(&f[0], f, 3, SCQ, &cqe[1]);
+        g_assert_cmpuint(cqe[0].status, ==, 0);
+        g_assert_cmpuint(cqe[1].status, ==, 0);
+    }
+    chpp_check(f[1].n.d, f[1].buf, len, 7);
+    chpp_check(f[2].n.d, f[2].buf, len, 7);
+    g_assert_cmpuint(vc_u64(&f[0], 0, "credit-stalls"), >, 0);
+    g_assert_cmpuint(vc_u64(&f[0], 0, "blocked-ns"), >, 0);
+    if (shared) {
+        g_assert_cmpuint(vc_u64(&f[0], 0, "hol-stalls"), >, 0);
+    } else {
+        /* VC0 holds node 2's frames only, VC1 node 3's: nothing waits. */
+        g_assert_cmpuint(vc_u64(&f[0], 0, "hol-stalls"), ==, 0);
+        g_assert_cmpuint(vc_u64(&f[0], 1, "credit-stalls"), ==, 0);
+    }
+    fab_stop(f, 3);
+}
+
+static void test_hol_shared(void)
+{
+    hol("", true);
+}
+
+static void test_hol_dest_mod(void)
+{
+    hol(",vcs=2", false);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -687,5 +832,9 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/fabric/peer-restart", test_peer_restart);
     qtest_add_func("/chpp-hca/fabric/loss", test_loss);
     qtest_add_func("/chpp-hca/fabric/hostile", test_hostile);
+    qtest_add_func("/chpp-hca/fabric/vcs-dest-mod", test_vcs_dest_mod);
+    qtest_add_func("/chpp-hca/fabric/vcs-mismatch", test_vcs_mismatch);
+    qtest_add_func("/chpp-hca/fabric/hol-shared-vc", test_hol_shared);
+    qtest_add_func("/chpp-hca/fabric/hol-dest-mod", test_hol_dest_mod);
     return g_test_run();
 }
