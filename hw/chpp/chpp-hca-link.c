@@ -386,6 +386,17 @@ static void chpp_link_vc_unblock(ChppLink *l, uint8_t vc)
  * The head of @vc's queue waits for credits of its destination: the whole
  * channel waits.  A head-of-line stall if frames for others wait behind.
  */
+static void chpp_link_vc_hol(ChppLink *l, uint8_t vc, uint16_t node,
+                             GByteArray *behind)
+{
+    ChppVcStats *st = &l->vcs[vc];
+
+    if (st->blocked_since && !st->hol && chpp_frame_dst(behind) != node) {
+        st->hol = true;
+        st->hol_stalls++;
+    }
+}
+
 static void chpp_link_vc_block(ChppLink *l, uint8_t vc, uint16_t node)
 {
     ChppVcStats *st = &l->vcs[vc];
@@ -395,12 +406,10 @@ static void chpp_link_vc_block(ChppLink *l, uint8_t vc, uint16_t node)
         return;
     }
     st->blocked_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    st->hol = false;
     st->credit_stalls++;
     for (it = l->backlog[vc]->head; it; it = it->next) {
-        if (chpp_frame_dst(it->data) != node) {
-            st->hol_stalls++;
-            break;
-        }
+        chpp_link_vc_hol(l, vc, node, it->data);
     }
 }
 
@@ -496,6 +505,9 @@ static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
     uint32_t len;
 
     g_queue_push_tail(l->backlog[vc], frame);
+    /* Queued behind a head that waits for another node's credits? */
+    chpp_link_vc_hol(l, vc, chpp_frame_dst(g_queue_peek_head(l->backlog[vc])),
+                     frame);
     len = g_queue_get_length(l->backlog[vc]);
     l->vcs[vc].backlog_max = MAX(l->vcs[vc].backlog_max, len);
     s->tx_queued++;

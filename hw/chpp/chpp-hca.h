@@ -354,6 +354,7 @@ typedef struct ChppVcStats {
     uint64_t credit_stalls;     /* times its head waited for credits */
     uint64_t hol_stalls;        /* ... with frames for others behind it */
     int64_t blocked_since;      /* realtime ns; 0: not blocked */
+    bool hol;                   /* this stall counted as HOL already */
     uint64_t blocked_ns;        /* time its head waited, in all */
     uint32_t backlog_max;
 } ChppVcStats;
