@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/bitops.h"
 #include "qemu/bswap.h"
 #include "chpp-hca-qtest.h"
 #include "hw/chpp/chpp-wire.h"
@@ -17,6 +18,7 @@
 #define QPN_A   1
 #define QPN_B   5           /* DST-QP needs its 3 bits */
 #define PUT_LEN (CHPP_LINK_CREDITS / 4 * CHPP_WIRE_MAX_PAYLOAD)
+#define PUT_FRAMES (PUT_LEN / CHPP_WIRE_MAX_PAYLOAD)  /* at most 64 */
 #define GET_LEN CHPP_WIRE_MAX_PAYLOAD
 #define SEND_LEN 100
 #define IMM     0xabcu
@@ -363,6 +365,72 @@ static void test_capture_decoded(void)
     unlink(pb);
 }
 
+/* ---- a netdev link, captured by QEMU's filter-dump ---------------------- */
+
+/*
+ * Two nodes on a multicast segment; node 1's backend dumps every frame it
+ * passes.  The segment loops a node's frames back to it, and HELLOs repeat,
+ * so records are checked as a set, not a sequence.
+ */
+static void test_capture_netdev(void)
+{
+    g_autofree char *pa = g_strdup_printf("%s/netdev-a.pcap", tmpdir);
+    g_autofree char *mcast = g_strdup_printf(
+        "239.255.%u.%u:%u", (unsigned)(getpid() >> 8) & 0xff,
+        (unsigned)getpid() & 0xff, 20000 + g_random_int_range(0, 40000));
+    g_autofree char *net = g_strdup_printf(
+        "-netdev socket,id=fab,mcast=%s,localaddr=127.0.0.1", mcast);
+    g_autofree char *dump = g_strdup_printf(
+        "%s -object filter-dump,id=cap,netdev=fab,file=%s", net, pa);
+    g_autoptr(GPtrArray) rows = NULL;
+    uint64_t puts = 0;
+    bool hello[3] = {}, get_req = false, send = false;
+    ChppNode a, b;
+    uint32_t bk;
+    guint i;
+
+    chpp_node_setup(&a, chpp_start("node-id=1,num-qps=8,netdev=fab,"
+                                   "link-hello-ms=100", dump), 1, 0);
+    chpp_node_setup(&b, chpp_start("node-id=2,num-qps=8,netdev=fab,"
+                                   "link-hello-ms=100", net), 2, 0);
+    chpp_node_wait_link(&a, &b, true);
+    bk = traffic(&a, &b);
+    chpp_stop(a.d);
+    chpp_stop(b.d);
+
+    rows = tshark(pa);
+    for (i = 0; i < rows->len; i++) {
+        char **r = g_ptr_array_index(rows, i);
+
+        g_assert_cmpstr(r[F_EXPERT], ==, "");
+        if (num(r, F_TYPE) == CHPP_LINK_HELLO) {
+            g_assert_cmpuint(num(r, F_HELLO_NODE), <=, 2);
+            hello[num(r, F_HELLO_NODE)] = true;
+        }
+        if (num(r, F_TYPE) != CHPP_LINK_FRAME) {
+            continue;
+        }
+        g_assert_cmpuint(num(r, F_H_TC), ==, num(r, F_VC));
+        if (num(r, F_OP) == CHPP_OP_WRITE) {
+            g_assert_cmpuint(num(r, F_PSN), >=, PSN0);
+            g_assert_cmpuint(num(r, F_PSN), <, PSN0 + PUT_FRAMES);
+            g_assert_cmphex(num(r, F_RKEY), ==, bk);
+            g_assert_cmpuint(num(r, F_DQPN), ==, QPN_B);
+            puts |= 1ull << (num(r, F_PSN) - PSN0);
+        } else if (num(r, F_OP) == CHPP_OP_READ_REQ) {
+            g_assert_cmpuint(num(r, F_VC), ==, CHPP_VC_GET);
+            get_req = true;
+        } else if (num(r, F_OP) == CHPP_OP_SEND_IMM) {
+            g_assert_cmphex(num(r, F_IMM), ==, IMM);
+            send = true;
+        }
+    }
+    g_assert(hello[1] && hello[2]);
+    g_assert_cmphex(puts, ==, MAKE_64BIT_MASK(0, PUT_FRAMES));
+    g_assert(get_req && send);
+    unlink(pa);
+}
+
 /* ---- errors on the link ------------------------------------------------- */
 
 static void set_prop(ChppNode *n, const char *prop, unsigned value)
@@ -598,6 +666,8 @@ static void run_qemu(const char *args, int *status, char **err)
 static void test_capture_refused(void)
 {
     static const char *const bad[] = {
+        "-netdev socket,id=n,mcast=239.255.0.1:5000 "
+        "-device chpp-hca,netdev=n,capture=%s/netdev.pcap",
         "-chardev null,id=c -device chpp-hca,chardev=c,"
         "capture=/nonexistent/dir/x.pcap",
         "-device chpp-hca,capture=%s/nolink.pcap",
@@ -668,6 +738,7 @@ int main(int argc, char **argv)
     }
 
     qtest_add_func("/chpp-hca/capture/decoded", test_capture_decoded);
+    qtest_add_func("/chpp-hca/capture/netdev", test_capture_netdev);
     qtest_add_func("/chpp-hca/capture/refusal", test_capture_refusal);
     qtest_add_func("/chpp-hca/capture/nak", test_capture_nak);
     qtest_add_func("/chpp-hca/capture/malformed", test_malformed_records);
