@@ -170,13 +170,7 @@ void chpp_capture_record(ChppCapture *cap, const struct chpp_link_rec *rec,
     uint32_t payload = sizeof(*rec) + len;
     uint32_t padding = payload < ETH_MIN_PAYLOAD ? ETH_MIN_PAYLOAD - payload
                                                  : 0;
-    int64_t now = g_get_real_time();
-    PcapRecHdr h = {
-        .ts_sec = now / G_USEC_PER_SEC,
-        .ts_usec = now % G_USEC_PER_SEC,
-        .incl_len = sizeof(eth) + payload + padding,
-        .orig_len = sizeof(eth) + payload + padding,
-    };
+    PcapRecHdr h;
     struct iovec iov[] = {
         { &h, sizeof(h) },
         { eth, sizeof(eth) },
@@ -184,10 +178,19 @@ void chpp_capture_record(ChppCapture *cap, const struct chpp_link_rec *rec,
         { (void *)body, len },
         { (void *)pad, padding },
     };
+    int64_t now;
 
+    /* The link's every record passes here: nothing more without capture. */
     if (!cap || cap->fd < 0) {
         return;
     }
+    now = g_get_real_time();
+    h = (PcapRecHdr) {
+        .ts_sec = now / G_USEC_PER_SEC,
+        .ts_usec = now % G_USEC_PER_SEC,
+        .incl_len = sizeof(eth) + payload + padding,
+        .orig_len = sizeof(eth) + payload + padding,
+    };
     chpp_capture_macs(rec, body, len, from, to, eth);
     chpp_capture_write(cap, iov, ARRAY_SIZE(iov));
 }

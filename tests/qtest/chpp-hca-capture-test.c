@@ -247,7 +247,7 @@ static void test_capture_decoded(void)
     g_autofree char *fa = NULL, *fb = NULL;
     g_autoptr(GPtrArray) ra = NULL, rb = NULL;
     ChppNode a, b;
-    uint32_t bk, next_put = 0, hellos = 0, credits = 0;
+    uint32_t bk, psn, next_put = 0, hellos = 0, credits = 0;
     bool get_req = false, get_resp = false, send = false, send_acked = false;
     guint i;
 
@@ -303,16 +303,23 @@ static void test_capture_decoded(void)
                          num(r, F_OP) == CHPP_OP_ACK ? CHPP_PKT_ACK :
                          CHPP_PKT_NAP);
         switch (num(r, F_OP)) {
-        case CHPP_OP_WRITE:     /* in order, PSN after PSN */
+        case CHPP_OP_WRITE:
+            /*
+             * First sent in order, PSN after PSN; a loaded host may let
+             * the retransmission timer run out, so earlier ones may
+             * follow again.
+             */
             g_assert(from_a);
-            g_assert_cmpuint(num(r, F_PSN), ==, PSN0 + next_put);
+            psn = num(r, F_PSN) - PSN0;
+            g_assert_cmpuint(psn, <=, next_put);
+            g_assert_cmpuint(psn, <, PUT_LEN / CHPP_WIRE_MAX_PAYLOAD);
             g_assert_cmpuint(num(r, F_OFFSET), ==,
-                             next_put * CHPP_WIRE_MAX_PAYLOAD);
+                             psn * CHPP_WIRE_MAX_PAYLOAD);
             g_assert_cmpuint(num(r, F_PLEN), ==, CHPP_WIRE_MAX_PAYLOAD);
             g_assert_cmpuint(num(r, F_MSG_LEN), ==, PUT_LEN);
             g_assert_cmphex(num(r, F_RKEY), ==, bk);
             g_assert_cmpuint(num(r, F_VC), ==, CHPP_VC_DATA);
-            next_put++;
+            next_put += psn == next_put;
             break;
         case CHPP_OP_READ_REQ:
             g_assert(from_a);
@@ -544,7 +551,7 @@ static void test_capture_nak(void)
     }
     g_assert_cmpuint(damaged, ==, 1);
     g_assert_cmpuint(naks, >=, 1);
-    g_assert_cmpuint(first, ==, 1);         /* sent again, whole */
+    g_assert_cmpuint(first, >=, 1);         /* sent again, whole */
     unlink(pa);
     unlink(pb);
 }
