@@ -386,6 +386,7 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
