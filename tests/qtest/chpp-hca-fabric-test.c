@@ -45,14 +45,32 @@ static void new_segment(void)
              20000 + g_random_int_range(0, 40000));
 }
 
+/* The segment's backend: "-netdev socket,mcast=", or "-netdev dgram". */
+static bool use_dgram;
+
+static char *fab_netdev(void)
+{
+    g_autofree char *host = g_strdup(mcast);
+    char *colon = strchr(host, ':');
+
+    if (!use_dgram) {
+        return g_strdup_printf("-netdev socket,id=fab,mcast=%s,"
+                               "localaddr=127.0.0.1", mcast);
+    }
+    *colon = 0;
+    return g_strdup_printf("-netdev dgram,id=fab,remote.type=inet,"
+                           "remote.host=%s,remote.port=%s,local.type=inet,"
+                           "local.host=127.0.0.1,local.port=0", host,
+                           colon + 1);
+}
+
 /* Node @id on the segment, with device properties @more ("" or ",..."). */
 static void fab_start_props(Fab *f, uint16_t id, const char *more)
 {
     g_autofree char *props = g_strdup_printf(
         "node-id=%u,netdev=fab,link-hello-ms=100,link-peer-timeout-ms=1000%s",
         id, more);
-    g_autofree char *extra = g_strdup_printf(
-        "-netdev socket,id=fab,mcast=%s,localaddr=127.0.0.1", mcast);
+    g_autofree char *extra = fab_netdev();
 
     memset(f, 0, sizeof(*f));
     chpp_node_setup(&f->n, chpp_start(props, extra), id, 0);
@@ -331,6 +349,14 @@ static void test_three_nodes(void)
         g_assert_cmpuint(link_u64(&f[i], "eth-rx"), >, 0);
     }
     fab_stop(f, 3);
+}
+
+/* The same over QEMU 7.2's "-netdev dgram" with a multicast remote. */
+static void test_three_nodes_dgram(void)
+{
+    use_dgram = true;
+    test_three_nodes();
+    use_dgram = false;
 }
 
 /*
@@ -865,6 +891,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/chpp-hca/fabric/three-nodes", test_three_nodes);
+    qtest_add_func("/chpp-hca/fabric/three-nodes-dgram",
+                   test_three_nodes_dgram);
     qtest_add_func("/chpp-hca/fabric/peer-restart", test_peer_restart);
     qtest_add_func("/chpp-hca/fabric/loss", test_loss);
     qtest_add_func("/chpp-hca/fabric/lost-grant-probe",
