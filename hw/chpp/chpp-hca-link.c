@@ -26,14 +26,10 @@
 #include "chpp-hca-link-io.h"
 #include "chpp-hca-capture.h"
 #include "chpp-hca-link-eth.h"
+#include "chpp-hca-link-stream.h"
+#include "chpp-hca-link.h"
 #include "trace.h"
 
-#define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
-/*
- * Records are collected and written in one go by a bottom half, or at once
- * when this many bytes wait: one write per batch, not per frame.
- */
-#define CHPP_LINK_FLUSH_AT (256 * 1024)
 
 typedef struct ChppDelayed {
     int64_t when;
@@ -41,10 +37,6 @@ typedef struct ChppDelayed {
     GByteArray *frame;
 } ChppDelayed;
 
-/* Send to every node of the segment (Ethernet broadcast). */
-#define CHPP_LINK_TO_ALL UINT32_MAX
-/* Ethernet: a sender blocked on credits probes this often. */
-#define CHPP_LINK_PROBE_MS 100
 
 /* The PF owns the link; its VFs use it. */
 bool chpp_link_attached(ChppHcaState *s)
@@ -93,7 +85,7 @@ uint32_t chpp_link_status(ChppHcaState *s)
            (uint32_t)lowest << CHPP_LINK_PEER_SHIFT;
 }
 
-static ChppPeer *chpp_peer_find(ChppLink *l, uint16_t node)
+ChppPeer *chpp_peer_find(ChppLink *l, uint16_t node)
 {
     unsigned i;
 
@@ -105,170 +97,12 @@ static ChppPeer *chpp_peer_find(ChppLink *l, uint16_t node)
     return NULL;
 }
 
-/* Frames granted per (peer, VC): what our HELLO announces. */
-static uint32_t chpp_link_grant(ChppLink *l)
-{
-    return l->eth ? l->eth_credits : CHPP_LINK_CREDITS;
-}
-
-/* A queued frame (with its headroom): where it goes. */
-static uint16_t chpp_frame_u16(GByteArray *f, size_t field)
-{
-    return lduw_le_p(f->data + CHPP_LINK_HEADROOM + CHPP_WIRE_HDR_SIZE +
-                     field);
-}
-
-static uint8_t chpp_frame_u8(GByteArray *f, size_t field)
-{
-    return f->data[CHPP_LINK_HEADROOM + CHPP_WIRE_HDR_SIZE + field];
-}
-
-#define chpp_frame_dst(f) \
-    chpp_frame_u16(f, offsetof(struct chpp_wire_ext, dst_node))
-
-/* ---- writing ------------------------------------------------------------ */
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque);
-static void chpp_link_fd_writable(void *opaque);
-static void chpp_link_move(ChppHcaState *s);
-
-/* Records written per system call at most. */
-#define CHPP_LINK_IOV 64
-
-/* Bytes taken, 0 if the transport is full, -1 if it failed. */
-static ssize_t chpp_link_write(ChppLink *l)
-{
-    struct iovec iov[CHPP_LINK_IOV];
-    GList *it = l->outq->head;
-    GByteArray *rec = it->data;
-    int n;
-
-    if (!l->io) {
-        return qemu_chr_fe_write(&l->chr,
-                                 rec->data + CHPP_ETH_HDR_SIZE + l->out_off,
-                                 rec->len - CHPP_ETH_HDR_SIZE - l->out_off);
-    }
-    for (n = 0; it && n < CHPP_LINK_IOV; it = it->next, n++) {
-        size_t off = CHPP_ETH_HDR_SIZE + (n ? 0 : l->out_off);
-
-        rec = it->data;
-        iov[n].iov_base = rec->data + off;
-        iov[n].iov_len = rec->len - off;
-    }
-    return chpp_link_io_writev(l->io, iov, n);
-}
-
-/* Records left the device: forget them. */
-static void chpp_link_written(ChppLink *l, size_t n)
-{
-    while (n) {
-        GByteArray *rec = g_queue_peek_head(l->outq);
-        size_t left = rec->len - CHPP_ETH_HDR_SIZE - l->out_off;
-
-        if (n < left) {
-            l->out_off += n;
-            l->out_bytes -= n;
-            return;
-        }
-        g_queue_pop_head(l->outq);
-        g_byte_array_unref(rec);
-        l->out_off = 0;
-        l->out_bytes -= left;
-        n -= left;
-    }
-}
-
-static void chpp_link_out_drop(ChppLink *l)
-{
-    GByteArray *rec;
-
-    while ((rec = g_queue_pop_head(l->outq))) {
-        g_byte_array_unref(rec);
-    }
-    l->out_off = 0;
-    l->out_bytes = 0;
-}
-
-static void chpp_link_flush(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    while (!g_queue_is_empty(l->outq)) {
-        ssize_t n = chpp_link_write(l);
-
-        if (n < 0 && l->io) {
-            /* The reader thread sees the socket fail and cuts the link. */
-            chpp_link_out_drop(l);
-        }
-        if (n <= 0) {
-            break;
-        }
-        chpp_link_written(l, n);
-        /* Room in the write queue: what waited for it follows. */
-        chpp_link_move(s);
-    }
-    if (g_queue_is_empty(l->outq)) {
-        return;
-    }
-    if (l->io && !l->fd_watch) {
-        l->fd_watch = true;
-        chpp_link_io_want_write(l->io, chpp_link_fd_writable, s);
-    } else if (!l->io && !l->watch) {
-        l->watch = qemu_chr_fe_add_watch(&l->chr, G_IO_OUT | G_IO_HUP,
-                                         chpp_link_writable, s);
-    }
-}
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.watch = 0;
-    chpp_link_flush(s);
-    return G_SOURCE_REMOVE;
-}
-
-static void chpp_link_fd_writable(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.fd_watch = false;
-    chpp_link_io_want_write(s->link.io, NULL, NULL);
-    chpp_link_flush(s);
-}
-
-static void chpp_link_tx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.tx_kicked = false;
-    if (!s->link.fd_watch && !s->link.watch) {
-        chpp_link_flush(s);
-    }
-}
-
-/* Records were added: write them with the rest of this batch. */
-static void chpp_link_flush_later(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
-        chpp_link_flush(s);
-    } else if (!l->tx_kicked) {
-        /* Scheduling wakes the main loop each time: once per batch. */
-        l->tx_kicked = true;
-        qemu_bh_schedule(l->tx_bh);
-    }
-}
-
 /*
  * Send a record: @buf holds room for the Ethernet and record headers, then
  * the body.  A byte stream queues it (without the Ethernet header); on
  * Ethernet it goes at once, to node @to or to all (CHPP_LINK_TO_ALL).
  */
-static void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
+void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
                           uint8_t vc, uint16_t seq, GByteArray *buf)
 {
     ChppLink *l = &s->link;
@@ -296,8 +130,7 @@ static void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
     chpp_capture_record(l->cap, &rec, buf->data + CHPP_LINK_HEADROOM,
                         buf->len - CHPP_LINK_HEADROOM, s->params.node_id,
                         l->peers[0].node);
-    g_queue_push_tail(l->outq, buf);
-    l->out_bytes += buf->len - CHPP_ETH_HDR_SIZE;
+    chpp_stream_push(s, buf);
 }
 
 static void chpp_link_put(ChppHcaState *s, uint32_t to, uint8_t type,
@@ -356,7 +189,7 @@ static void chpp_link_rx_resume(ChppHcaState *s)
  * @now (Ethernet: a PROBE asks) sends whatever is owed, even nothing: the
  * running total tells the sender what it missed.
  */
-static void chpp_link_give_credits(ChppHcaState *s, ChppPeer *p, uint8_t vc,
+void chpp_link_give_credits(ChppHcaState *s, ChppPeer *p, uint8_t vc,
                                    bool now)
 {
     ChppLink *l = &s->link;
@@ -488,6 +321,14 @@ static void chpp_link_move(ChppHcaState *s)
         l->outq_full = false;
     }
     chpp_link_rx_resume(s);
+}
+
+/* Records were queued: a stream writes them with the rest of the batch. */
+static void chpp_link_flush_later(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_flush_later(s);
+    }
 }
 
 static void chpp_link_pump(ChppHcaState *s)
@@ -755,7 +596,7 @@ static void chpp_link_drop_backlog(ChppHcaState *s, uint16_t node, bool all)
  * not yet processed (not one of them runs after this), those waiting for
  * its credits; the slot is free again.
  */
-static void chpp_link_peer_down(ChppHcaState *s, ChppPeer *p, const char *why)
+void chpp_link_peer_down(ChppHcaState *s, ChppPeer *p, const char *why)
 {
     uint16_t node = p->node;
 
@@ -770,7 +611,7 @@ static void chpp_link_peer_down(ChppHcaState *s, ChppPeer *p, const char *why)
     chpp_link_pump(s);
 }
 
-static ChppPeer *chpp_link_peer_new(ChppHcaState *s, uint16_t node,
+ChppPeer *chpp_link_peer_new(ChppHcaState *s, uint16_t node,
                                     uint32_t epoch,
                                     const struct chpp_link_hello *h)
 {
@@ -800,7 +641,7 @@ static ChppPeer *chpp_link_peer_new(ChppHcaState *s, uint16_t node,
     return NULL;
 }
 
-static void chpp_link_peer_up(ChppHcaState *s, ChppPeer *p)
+void chpp_link_peer_up(ChppHcaState *s, ChppPeer *p)
 {
     if (p->up) {
         return;
@@ -813,7 +654,7 @@ static void chpp_link_peer_up(ChppHcaState *s, ChppPeer *p)
 
 /* ---- reading ------------------------------------------------------------ */
 
-static void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
+void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
                                  uint32_t peer_epoch)
 {
     ChppLink *l = &s->link;
@@ -831,24 +672,7 @@ static void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
     };
 
     chpp_link_put(s, to, CHPP_LINK_HELLO, 0, &h, sizeof(h));
-    chpp_link_flush(s);
-}
-
-/* The connection is of no more use: cut it, parse nothing more of it. */
-static void chpp_link_cut_now(ChppHcaState *s, const char *why)
-{
-    trace_chpp_hca_err_link_cut(why);
-    s->link.rx_len = 0;
-    s->link.gen++;
-    qemu_chr_fe_disconnect(&s->link.chr);
-}
-
-/* Bytes that break the record protocol: there is no way to resync. */
-static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
-{
-    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_err_link_bad(why);
-    chpp_link_cut_now(s, "protocol error");
+    chpp_stream_flush(s);
 }
 
 /*
@@ -890,8 +714,8 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t to, uint32_t reason,
     }
     if (!s->link.eth) {
         chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
-        chpp_link_flush(s);
-        chpp_link_cut_now(s, "handshake refused");
+        chpp_stream_flush(s);
+        chpp_stream_cut(s, "handshake refused");
     } else if (to != s->params.node_id) {
         /* On a segment, a REFUSE to our own id would reach us alone. */
         chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
@@ -899,7 +723,7 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t to, uint32_t reason,
 }
 
 /* The peer's words, made safe for the log (docs/link.md). */
-static void chpp_link_log_refusal(ChppHcaState *s, uint16_t node,
+void chpp_link_log_refusal(ChppHcaState *s, uint16_t node,
                                   const uint8_t *p, uint32_t len)
 {
     struct chpp_link_refuse r = {};
@@ -934,18 +758,18 @@ static void chpp_link_refused(ChppHcaState *s, const uint8_t *p,
     ChppPeer *peer = &s->link.peers[0];
 
     if (!peer->up) {
-        chpp_link_protocol_error(s, "REFUSE before HELLO");
+        chpp_stream_protocol_error(s, "REFUSE before HELLO");
         return;
     }
     chpp_link_log_refusal(s, peer->node, p, len);
-    chpp_link_cut_now(s, "the peer refused the link");
+    chpp_stream_cut(s, "the peer refused the link");
 }
 
 /*
  * Can we talk to the sender of HELLO @h at all?  Refuses it (and returns
  * false) if not.
  */
-static bool chpp_link_hello_ok(ChppHcaState *s, uint32_t to,
+bool chpp_link_hello_ok(ChppHcaState *s, uint32_t to,
                                const struct chpp_link_hello *h, uint32_t len)
 {
     g_autofree char *why = NULL;
@@ -984,7 +808,7 @@ static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
 
     /* One per connection: the peer's node id is what frames are held to. */
     if (l->peers[0].used) {
-        chpp_link_protocol_error(s, "HELLO after the handshake");
+        chpp_stream_protocol_error(s, "HELLO after the handshake");
         return;
     }
     memcpy(&h, p, MIN(len, sizeof(h)));
@@ -995,7 +819,7 @@ static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
     chpp_link_peer_up(s, peer);
 }
 
-static void chpp_link_credit(ChppHcaState *s, ChppPeer *p, uint8_t vc,
+void chpp_link_credit(ChppHcaState *s, ChppPeer *p, uint8_t vc,
                              const uint8_t *b, uint32_t len)
 {
     uint32_t count;
@@ -1027,7 +851,7 @@ static void chpp_link_frame_drop(ChppHcaState *s, ChppPeer *p, uint8_t vc,
     chpp_link_consumed(s, p->node, vc);
 }
 
-static void chpp_link_frame(ChppHcaState *s, ChppPeer *peer, uint8_t vc,
+void chpp_link_frame(ChppHcaState *s, ChppPeer *peer, uint8_t vc,
                             const uint8_t *p, uint32_t len)
 {
     ChppLink *l = &s->link;
@@ -1113,7 +937,7 @@ void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
     if (l->eth) {
         chpp_link_peer_down(pf, p, "the peer guesses QP magics");
     } else {
-        chpp_link_cut_now(pf, "the peer guesses QP magics");
+        chpp_stream_cut(pf, "the peer guesses QP magics");
     }
 }
 
@@ -1133,18 +957,6 @@ void chpp_link_consumed(ChppHcaState *s, uint16_t from, uint8_t vc)
         chpp_link_give_credits(s, p, vc, false);
         chpp_link_flush_later(s);
     }
-}
-
-/* A record header that breaks the protocol cuts the connection. */
-static bool chpp_link_rec_ok(ChppHcaState *s, const struct chpp_link_rec *rec)
-{
-    if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
-        le32_to_cpu(rec->len) > CHPP_WIRE_FRAME_MAX ||
-        rec->vc >= chpp_num_vcs(s)) {
-        chpp_link_protocol_error(s, "bad record header");
-        return false;
-    }
-    return true;
 }
 
 /* One complete record, @len bytes at @p after its checked header. */
@@ -1176,327 +988,7 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
         chpp_link_frame(s, peer, rec->vc, p, len);
         break;
     default:
-        chpp_link_protocol_error(s, "unknown record type");
-    }
-}
-
-/* ---- Ethernet: discovery, keepalive, loss (docs/fabric.md) ------------- */
-
-/*
- * HELLO on a segment.  Broadcast ones announce a node (and keep it alive);
- * a node meeting another makes fresh state for it and says so in a
- * unicast HELLO flagged NEW, which the other answers with ACK after
- * dropping whatever it held of us: both sides then start from a clean
- * slate (credits whole, sequence numbers 0).  A new epoch is a restarted
- * node: its old state goes as a chardev reconnect's does.
- */
-static void chpp_link_eth_hello(ChppHcaState *s, const ChppEthSrc *src,
-                                const uint8_t *b, uint32_t len)
-{
-    ChppLink *l = &s->link;
-    struct chpp_link_hello h = {};
-    uint16_t node;
-    uint32_t epoch;
-    bool mine;
-    ChppPeer *p;
-
-    memcpy(&h, b, MIN(len, sizeof(h)));
-    node = le16_to_cpu(h.node_id);
-    epoch = le32_to_cpu(h.epoch);
-    if (len >= sizeof(h) && node == s->params.node_id &&
-        epoch == l->epoch) {
-        return;                 /* our own broadcast, looped back */
-    }
-    if (len >= sizeof(h) && node != src->node) {
-        chpp_count(s, CHPP_CNT_LINK_SPOOFED);
-        trace_chpp_hca_err_link_bad("HELLO from another node's MAC");
-        return;
-    }
-    if (!chpp_link_hello_ok(s, src->node, &h, len)) {
-        return;
-    }
-    if (!epoch) {
-        chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-        trace_chpp_hca_err_link_bad("HELLO without an epoch");
-        return;
-    }
-    mine = !src->bcast && le32_to_cpu(h.peer_epoch) == l->epoch;
-    p = chpp_peer_find(l, node);
-    if (p && p->epoch != epoch) {
-        chpp_link_peer_down(s, p, "restarted: new epoch");
-        p = NULL;
-    }
-    if (p && p->up && mine && (h.flags & CHPP_LINK_HELLO_F_NEW)) {
-        /* It dropped what it had of us: what we have of it goes too. */
-        chpp_link_peer_down(s, p, "the peer started afresh");
-        p = NULL;
-    }
-    if (!p) {
-        p = chpp_link_peer_new(s, node, epoch, &h);
-        if (!p) {
-            trace_chpp_hca_err_link_bad("peer table full");
-            return;
-        }
-    }
-    p->last_seen = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    if (mine && (h.flags & CHPP_LINK_HELLO_F_NEW)) {
-        chpp_link_send_hello(s, node, CHPP_LINK_HELLO_F_ACK, epoch);
-        chpp_link_peer_up(s, p);
-    } else if (mine && (h.flags & CHPP_LINK_HELLO_F_ACK)) {
-        chpp_link_peer_up(s, p);
-    } else if (!p->up) {
-        /* Met, or our NEW was lost: (again) tell it we start afresh. */
-        chpp_link_send_hello(s, node, CHPP_LINK_HELLO_F_NEW, epoch);
-    }
-}
-
-/*
- * Sequence numbers per (peer, VC): frames arrive in order on a path, so a
- * gap is frames the segment lost.  Their credits were spent: they count
- * as consumed, or the grant would shrink with every loss.
- */
-static bool chpp_link_eth_seq(ChppHcaState *s, ChppPeer *p, uint8_t vc,
-                              uint16_t seq)
-{
-    int16_t gap = seq - p->rx_seq[vc];
-
-    if (gap < 0) {
-        p->late++;
-        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        trace_chpp_hca_err_link_bad("late or duplicate sequence number");
-        return false;
-    }
-    /* More than the grant lost: a peer playing games. */
-    if (gap > chpp_link_grant(&s->link)) {
-        chpp_count(s, CHPP_CNT_LINK_CREDIT_ERRORS);
-        chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        trace_chpp_hca_err_link_bad("sequence gap beyond the grant");
-        return false;
-    }
-    if (gap) {
-        p->lost += gap;
-        p->owed[vc] += gap;
-        trace_chpp_hca_link_lost(p->node, vc, gap);
-    }
-    p->rx_seq[vc] = seq;
-    return true;
-}
-
-static void chpp_link_eth_record(void *opaque, const ChppEthSrc *src,
-                                 const struct chpp_link_rec *rec,
-                                 const uint8_t *b, uint32_t len)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    ChppPeer *p;
-
-    if (rec->vc >= chpp_num_vcs(s)) {
-        chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-        trace_chpp_hca_err_link_bad("no such virtual channel");
-        return;
-    }
-    if (rec->type == CHPP_LINK_HELLO) {
-        chpp_link_eth_hello(s, src, b, len);
-        return;
-    }
-    p = chpp_peer_find(l, src->node);
-    switch (rec->type) {
-    case CHPP_LINK_REFUSE:
-        if (!p) {
-            chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-            trace_chpp_hca_err_link_bad("REFUSE before HELLO");
-            return;
-        }
-        chpp_link_log_refusal(s, p->node, b, len);
-        chpp_link_peer_down(s, p, "refused");
-        return;
-    case CHPP_LINK_CREDIT:
-    case CHPP_LINK_FRAME:
-    case CHPP_LINK_PROBE:
-        break;
-    default:
-        chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-        trace_chpp_hca_err_link_bad("unknown record type");
-        return;
-    }
-    if (!p || !p->up) {
-        if (rec->type == CHPP_LINK_FRAME) {
-            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-        }
-        trace_chpp_hca_err_link_bad("record of a node not up");
-        return;
-    }
-    p->last_seen = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    switch (rec->type) {
-    case CHPP_LINK_CREDIT:
-        chpp_link_credit(s, p, rec->vc, b, len);
-        break;
-    case CHPP_LINK_PROBE:
-        /* The sender waits for credits: count its lost tail, answer. */
-        chpp_link_eth_seq(s, p, rec->vc, le16_to_cpu(rec->seq));
-        chpp_link_give_credits(s, p, rec->vc, true);
-        break;
-    case CHPP_LINK_FRAME:
-        /* The MACs must say what the frame says (checked there too). */
-        if (len >= CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext) &&
-            (b[CHPP_WIRE_HDR_SIZE + offsetof(struct chpp_wire_ext,
-                                             dst_vf)] != src->dst_fn ||
-             b[CHPP_WIRE_HDR_SIZE + offsetof(struct chpp_wire_ext,
-                                             src_vf)] != src->src_fn ||
-             src->bcast)) {
-            chpp_count(s, CHPP_CNT_LINK_SPOOFED);
-            chpp_count(s, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_err_link_bad("frame disagrees with its MACs");
-            return;
-        }
-        if (!chpp_link_eth_seq(s, p, rec->vc, le16_to_cpu(rec->seq))) {
-            return;
-        }
-        p->rx_seq[rec->vc]++;
-        chpp_link_frame(s, p, rec->vc, b, len);
-        break;
-    }
-}
-
-static void chpp_link_eth_bad(void *opaque, const char *why)
-{
-    ChppHcaState *s = opaque;
-
-    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_err_link_bad(why);
-}
-
-/* A channel's head waits for credits that do not come: probe its peer. */
-static void chpp_link_eth_probe(ChppHcaState *s, int64_t now)
-{
-    ChppLink *l = &s->link;
-    unsigned vc;
-
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *head = g_queue_peek_head(l->backlog[vc]);
-        ChppPeer *p = head ? chpp_peer_find(l, chpp_frame_dst(head)) : NULL;
-        GByteArray *buf;
-
-        if (!p || !p->up || p->credits[vc] ||
-            now - p->last_credit[vc] < CHPP_LINK_PROBE_MS * SCALE_MS) {
-            continue;
-        }
-        p->probes++;
-        p->last_credit[vc] = now;
-        buf = g_byte_array_sized_new(CHPP_LINK_HEADROOM);
-        g_byte_array_set_size(buf, CHPP_LINK_HEADROOM);
-        chpp_link_out(s, p->node, CHPP_LINK_PROBE, vc, p->tx_seq[vc], buf);
-    }
-}
-
-/* HELLO every hello_ms, peers silent for lost_ms go, blocked VCs probe. */
-static void chpp_link_tick(void *opaque)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    unsigned i;
-
-    if (now >= l->next_hello) {
-        l->next_hello = now + l->hello_ms * SCALE_MS;
-        chpp_link_send_hello(s, CHPP_LINK_TO_ALL, 0, 0);
-    }
-    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
-        ChppPeer *p = &l->peers[i];
-
-        if (p->used && now - p->last_seen >= l->lost_ms * SCALE_MS) {
-            chpp_link_peer_down(s, p, "lost: silent too long");
-        }
-    }
-    chpp_link_eth_probe(s, now);
-    timer_mod(l->tick, now + MIN(l->hello_ms, CHPP_LINK_PROBE_MS) * SCALE_MS);
-}
-
-/* The chardev path (TLS, telnet, ...): records reassembled in l->rx. */
-static int chpp_link_can_receive(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    /* With the reader thread, the chardev must not read the socket. */
-    return s->link.io ? 0 : CHPP_LINK_REC_MAX - s->link.rx_len;
-}
-
-static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    uint32_t gen = l->gen;
-    uint32_t off = 0;
-
-    size = MIN(size, (int)(CHPP_LINK_REC_MAX - l->rx_len));
-    memcpy(l->rx + l->rx_len, buf, size);
-    l->rx_len += size;
-
-    while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, l->rx + off, sizeof(rec));     /* may be unaligned */
-        len = le32_to_cpu(rec.len);
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        if (l->rx_len - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        off += sizeof(rec) + len;
-        chpp_link_record(s, &rec, l->rx + off - len, len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-    }
-    memmove(l->rx, l->rx + off, l->rx_len - off);
-    l->rx_len -= off;
-}
-
-/*
- * The reader thread delivered bytes: parse every complete record in the
- * ring, in place (a record wrapping around the ring's end is copied).
- */
-static void chpp_link_rx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    ChppLinkIo *io = l->io;
-    uint32_t gen = l->gen;
-    uint32_t avail, off = 0;
-    bool eof;
-
-    if (!io) {
-        return;                 /* stale: the connection is gone */
-    }
-    /* The thread sets EOF after its last bytes: read it first. */
-    eof = chpp_link_io_eof(io);
-    avail = chpp_link_io_avail(io);
-    while (avail - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, chpp_link_io_peek(io, off, sizeof(rec), l->rx),
-               sizeof(rec));
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        len = le32_to_cpu(rec.len);
-        if (avail - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        chpp_link_record(s, &rec, chpp_link_io_peek(io, off + sizeof(rec),
-                                                    len, l->rx), len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-        off += sizeof(rec) + len;
-    }
-    chpp_link_io_consume(io, off);
-    if (eof) {
-        trace_chpp_hca_link_event("end of stream");
-        qemu_chr_fe_disconnect(&l->chr);
+        chpp_stream_protocol_error(s, "unknown record type");
     }
 }
 
@@ -1514,59 +1006,39 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         g_free(d);
     }
     timer_del(l->delay_timer);
-    chpp_link_out_drop(l);
+    chpp_stream_drop(s);
     l->rx_paused = false;
     l->outq_full = false;
-    if (l->watch) {
-        g_source_remove(l->watch);
-        l->watch = 0;
-    }
-    l->rx_len = 0;
 }
 
-/* A record the ring cannot hold whole would wait for room forever. */
-QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
-                  2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));
+/* ---- the stream's events ------------------------------------------------ */
 
-/* The connection changed: the reader thread of the old one goes. */
-static void chpp_link_io_detach(ChppHcaState *s)
+static void chpp_link_stream_room(ChppHcaState *s)
 {
-    ChppLink *l = &s->link;
-
-    chpp_link_io_stop(l->io);
-    l->io = NULL;
-    l->fd_watch = false;
-    l->gen++;
+    chpp_link_move(s);
 }
 
-static void chpp_link_event(void *opaque, QEMUChrEvent event)
+/* A connection opened or closed: nothing of the old one stays. */
+static void chpp_link_stream_reset(ChppHcaState *s, bool open)
 {
-    ChppHcaState *s = opaque;
-
-    switch (event) {
-    case CHR_EVENT_OPENED:
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        if (s->link.use_thread) {
-            s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size);
-        }
-        trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
-                                  "opened, chardev reads");
+    chpp_link_drop_queues(s);
+    if (!open) {
         chpp_link_update_up(s);
-        chpp_link_send_hello(s, 0, 0, 0);
-        break;
-    case CHR_EVENT_CLOSED:
-        trace_chpp_hca_link_event("closed");
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        chpp_link_update_up(s);
-        break;
-    default:
-        break;
     }
 }
+
+static void chpp_link_stream_opened(ChppHcaState *s)
+{
+    chpp_link_update_up(s);
+    chpp_link_send_hello(s, 0, 0, 0);
+}
+
+static const ChppStreamOps chpp_link_stream_ops = {
+    .record = chpp_link_record,
+    .room = chpp_link_stream_room,
+    .reset = chpp_link_stream_reset,
+    .opened = chpp_link_stream_opened,
+};
 
 /* ---- lifecycle and properties ---------------------------------------- */
 
@@ -1597,7 +1069,7 @@ void chpp_link_capture_close(ChppHcaState *s)
     s->link.cap = NULL;
 }
 
-void chpp_link_realize(ChppHcaState *s, Error **errp)
+bool chpp_link_realize(ChppHcaState *s, Error **errp)
 {
     ChppLink *l = &s->link;
     unsigned vc;
@@ -1607,46 +1079,17 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
         s->link_rx[vc] = g_queue_new();
     }
     l->delayed = g_queue_new();
-    l->outq = g_queue_new();
-    l->rx = g_malloc(CHPP_LINK_REC_MAX);
     l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
-    l->rx_bh = qemu_bh_new_guarded(chpp_link_rx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
-    l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
     if (!l->rand_state) {
         l->rand_state = 0x9e3779b97f4a7c15ull;
     }
-    if (qemu_chr_fe_backend_connected(&l->chr)) {
-        if (l->nic_conf.peers.ncs[0]) {
-            error_setg(errp, "chpp-hca: chardev and netdev are exclusive: "
-                       "a link is a byte stream or an Ethernet segment");
-            return;
-        }
-        qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
-                                 chpp_link_receive, chpp_link_event, NULL, s,
-                                 NULL, true);
+    if (qemu_chr_fe_backend_connected(&l->chr) && l->nic_conf.peers.ncs[0]) {
+        error_setg(errp, "chpp-hca: chardev and netdev are exclusive: "
+                   "a link is a byte stream or an Ethernet segment");
+        return false;
     }
-    if (l->nic_conf.peers.ncs[0]) {
-        if (!l->hello_ms || l->lost_ms <= l->hello_ms ||
-            !l->eth_credits || l->eth_credits > 4096) {
-            error_setg(errp, "chpp-hca: link-hello-ms must be non-zero and "
-                       "below link-peer-timeout-ms, link-credits 1..4096");
-            return;
-        }
-        /* Random per link start: peers tell a restarted node by it. */
-        do {
-            l->epoch = g_random_int();
-        } while (!l->epoch);
-        l->eth = chpp_link_eth_new(&l->nic_conf, DEVICE(s)->id,
-                                   s->params.node_id,
-                                   &DEVICE(s)->mem_reentrancy_guard,
-                                   chpp_link_eth_record, chpp_link_eth_bad,
-                                   s);
-        l->tick = timer_new_ns(QEMU_CLOCK_REALTIME, chpp_link_tick, s);
-        l->next_hello = 0;
-        timer_mod(l->tick, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
-    }
+    chpp_stream_realize(s, &chpp_link_stream_ops);
+    return true;
 }
 
 /*
@@ -1679,26 +1122,16 @@ void chpp_link_unrealize(ChppHcaState *s)
     if (s->func) {
         chpp_link_rx_discard(s);
     }
-    qemu_chr_fe_deinit(&l->chr, false);
-    chpp_link_io_detach(s);
-    if (l->tick) {
-        timer_free(l->tick);
-        l->tick = NULL;
-    }
-    chpp_link_eth_free(l->eth);
-    l->eth = NULL;
+    /* Synchronous: no chardev event runs before the stream goes too. */
     chpp_link_drop_queues(s);
     chpp_link_capture_close(s);
+    chpp_stream_unrealize(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         g_queue_free(l->backlog[vc]);
         g_queue_free(s->link_rx[vc]);
     }
     g_queue_free(l->delayed);
-    g_queue_free(l->outq);
-    g_free(l->rx);
     timer_free(l->delay_timer);
-    qemu_bh_delete(l->rx_bh);
-    qemu_bh_delete(l->tx_bh);
 }
 
 /*

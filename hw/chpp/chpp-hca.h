@@ -389,6 +389,7 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
@@ -847,8 +848,12 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                         uint64_t mailbox);
 ChppHcaState *chpp_arb_pick(ChppHcaState *pf);
 
-/* chpp-hca-link.c: the chardev link to a peer adapter. */
-void chpp_link_realize(ChppHcaState *s, Error **errp);
+/* chpp-hca-link-fabric.c: the link on an Ethernet segment (netdev). */
+void chpp_link_fabric_realize(ChppHcaState *s, Error **errp);
+void chpp_link_fabric_unrealize(ChppHcaState *s);
+
+/* chpp-hca-link.c: the link to peer adapters (chardev or netdev). */
+bool chpp_link_realize(ChppHcaState *s, Error **errp);
 void chpp_link_unrealize(ChppHcaState *s);
 bool chpp_link_capture_open(ChppHcaState *s, Error **errp);
 void chpp_link_capture_close(ChppHcaState *s);

@@ -44,7 +44,9 @@ LAYERS = [
     # routing of frames to loopback or the link
     ["chpp-hca-link-io.c", "chpp-hca-link-eth.c", "chpp-hca-capture.c"],
     ["chpp-hca-wire.c"],
+    ["chpp-hca-link-stream.c"],
     ["chpp-hca-link.c"],
+    ["chpp-hca-link-fabric.c"],
     ["chpp-hca-port.c"],
     # the port's management agents (SMA, PMA) behind MAD_IFC
     ["chpp-hca-mad.c"],
