@@ -16,7 +16,8 @@
  *   QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64 \
  *       build/qemu/tests/qtest/chpp-hca-fabric-bench [--quick]
  *       [--nodes 4,8,16] [--vcs 2,4] [--size BYTES] [--loads 10,25,...]
- *       [--netdev FMT --wrap FMT --label TEXT]
+ *       [--netdev FMT --wrap FMT --label TEXT] [--no-baseline]
+ *       [--chardev-only]
  *
  * --netdev replaces the segment (default: dgram multicast on 127.0.0.1)
  * by a "-netdev" option with id=fab and one %d for the node id; --wrap
@@ -165,7 +166,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--quick] [--nodes N,N..] [--vcs V,V..] "
             "[--size BYTES] [--loads P,P..] [--netdev FMT] [--wrap FMT] "
-            "[--label TEXT] [--no-baseline]\n", argv0);
+            "[--label TEXT] [--no-baseline] [--chardev-only]\n", argv0);
     exit(2);
 }
 
@@ -175,7 +176,7 @@ int main(int argc, char **argv)
     int vcs[4] = { 2, 4 }, nv = 2;
     int loads[MAX_LOADS] = { 10, 25, 40, 55, 70, 85, 100, 130 }, nl = 8;
     uint32_t size = 32768;
-    bool quick = false, baseline = true;
+    bool quick = false, baseline = true, chardev_only = false;
     const char *netdev_fmt = NULL, *wrap = NULL, *label = NULL;
     g_autofree char *netdev = NULL;
     g_autofree char *dir = NULL;
@@ -192,6 +193,8 @@ int main(int argc, char **argv)
             quick = true;
         } else if (!strcmp(argv[i], "--no-baseline")) {
             baseline = false;
+        } else if (!strcmp(argv[i], "--chardev-only")) {
+            chardev_only = true;
         } else if (!strcmp(argv[i], "--nodes") && i + 1 < argc) {
             nn = parse_list(argv[++i], nodes, ARRAY_SIZE(nodes));
         } else if (!strcmp(argv[i], "--vcs") && i + 1 < argc) {
@@ -234,11 +237,13 @@ int main(int argc, char **argv)
     base.dir = dir;
     base.slot = size;
 
-    if (baseline) {
+    if (baseline || chardev_only) {
         cfg[ncfg++] = (Cfg) { "chardev link, 2 nodes", 2, 0, true };
+    }
+    if (baseline && !chardev_only) {
         cfg[ncfg++] = (Cfg) { "Ethernet, 2 nodes, 2 VCs", 2, 2, false };
     }
-    for (i = 0; i < nn; i++) {
+    for (i = 0; i < nn && !chardev_only; i++) {
         for (j = 0; j < nv && ncfg < MAX_CFGS; j++) {
             cfg[ncfg] = (Cfg) { NULL, nodes[i], vcs[j], false };
             cfg[ncfg].name = g_strdup_printf("Ethernet, %d nodes, %d VCs",
@@ -267,7 +272,7 @@ int main(int argc, char **argv)
     for (i = 0; i < ncfg; i++) {
         print_cfg(&cfg[i], loads, nl, ref);
     }
-    if (baseline && ncfg >= 2) {
+    if (baseline && !chardev_only && ncfg >= 2) {
         printf("\nOverhead of the Ethernet segment against the chardev link "
                "(2 nodes, same run; delivered and latency ratios):\n");
         for (int k = 0; k <= nl; k++) {

@@ -6,6 +6,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include <math.h>
 #include "qapi/qmp/qdict.h"
 #include "qapi/qmp/qlist.h"
 #include "chpp-hca-mesh.h"
@@ -18,7 +19,8 @@
 #define MESH_MR_ALL     (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
                          CHPP_MPT_REMOTE_WRITE)
 /* Rounds without progress before the virtual clock is stepped. */
-#define MESH_IDLE_ROUNDS 200
+#define MESH_IDLE_ROUNDS 2000
+#define MESH_NAP_US     50
 #define MESH_STEP_NS    100000
 #define MESH_MAX_STEPS  20000
 #define MESH_PEERS_WAIT_S 60
@@ -39,13 +41,13 @@ static uint8_t mesh_seed(int i, int j)
     return i * CHPP_MESH_MAX_NODES + j;
 }
 
+/* @fmt with every "%d" replaced by @id (no printf: the text is an option). */
 static char *mesh_fmt(const char *fmt, int id)
 {
-    /* The formats come from the caller's own option table. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    return g_strdup_printf(fmt, id);
-#pragma GCC diagnostic pop
+    g_auto(GStrv) part = g_strsplit(fmt, "%d", -1);
+    g_autofree char *num = g_strdup_printf("%d", id);
+
+    return g_strjoinv(num, part);
 }
 
 static ChppDev *mesh_boot(ChppMesh *m, int i)
@@ -487,7 +489,11 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
         }
         if (progress) {
             idle = 0;
-        } else if (++idle >= MESH_IDLE_ROUNDS) {
+            continue;
+        }
+        /* Leave the cores to the QEMUs: every poll is work for them too. */
+        g_usleep(MESH_NAP_US);
+        if (++idle >= MESH_IDLE_ROUNDS) {
             /* Lost frames wait for the RC timer: virtual time. */
             idle = 0;
             if (++steps > MESH_MAX_STEPS) {
