@@ -327,6 +327,12 @@ static Property chpp_hca_props[] = {
                       CHPP_MAX_VFS),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
+    DEFINE_PROP_NETDEV("netdev", ChppHcaState, link.nic_conf.peers),
+    DEFINE_PROP_UINT32("link-hello-ms", ChppHcaState, link.hello_ms, 500),
+    DEFINE_PROP_UINT32("link-peer-timeout-ms", ChppHcaState, link.lost_ms,
+                       3000),
+    DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
+                       CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
     DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
                        CHPP_LINK_RING_DEFAULT),
@@ -421,6 +427,15 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "chardev", "chardev (a socket) of the link to the "
                        "peer adapter; without one only this node is "
                        "reachable");
+    chpp_hca_prop_desc(oc, "netdev", "netdev of the link to the adapters "
+                       "of an Ethernet segment (docs/fabric.md); exclusive "
+                       "with chardev");
+    chpp_hca_prop_desc(oc, "link-hello-ms", "netdev link: HELLO broadcast "
+                       "period, ms (keepalive)");
+    chpp_hca_prop_desc(oc, "link-peer-timeout-ms", "netdev link: a peer "
+                       "silent this long is lost, ms (above link-hello-ms)");
+    chpp_hca_prop_desc(oc, "link-credits", "netdev link: frames granted per "
+                       "peer and VC (1..4096)");
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");

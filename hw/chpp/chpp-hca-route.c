@@ -34,7 +34,7 @@ static void chpp_route_timed(ChppHcaState *s, ChppHcaState *to, ChppPkt *pkt,
 }
 
 /*
- * A node reaches itself by loopback and its peer over the link.  The
+ * A node reaches itself by loopback and its peers over the link.  The
  * packet's source is set by the caller.
  */
 static bool chpp_route_frame(ChppHcaState *s, ChppPkt *pkt)
@@ -88,15 +88,15 @@ static bool chpp_route_one(ChppHcaState *s, ChppPkt *pkt)
 /*
  * A multicast datagram (dst_qpn CHPP_MCAST_QPN): one copy to every
  * function of this node, each delivering it to its QPs attached to the
- * MLID, and one to the peer's PF, which gives its VFs theirs
+ * MLID, and one to each peer's PF that is up, which gives its VFs theirs
  * (chpp_route_fan_out()).  The payload is encoded into each copy.
  */
 static bool chpp_route_mcast(ChppHcaState *s, ChppPkt *pkt)
 {
     ChppHcaState *pf = chpp_pf(s);
-    uint32_t link = chpp_link_status(s);
+    uint16_t nodes[CHPP_LINK_PEERS_MAX];
+    unsigned fn, i, n = chpp_link_nodes_up(s, nodes, ARRAY_SIZE(nodes));
     uint8_t *frame = pkt->frame;
-    unsigned fn;
 
     for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
         if (chpp_function(pf, fn)) {
@@ -106,9 +106,9 @@ static bool chpp_route_mcast(ChppHcaState *s, ChppPkt *pkt)
             chpp_route_one(s, pkt);
         }
     }
-    if (link & CHPP_LINK_UP) {
+    for (i = 0; i < MIN(n, ARRAY_SIZE(nodes)); i++) {
         pkt->frame = NULL;
-        pkt->dst_node = link >> CHPP_LINK_PEER_SHIFT;
+        pkt->dst_node = nodes[i];
         pkt->dst_vf = 0;
         chpp_route_one(s, pkt);
     }
@@ -175,7 +175,7 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
         if (!pkt && chpp_link_rx_ready(s)) {
             pkt = g_queue_pop_head(s->link_rx[vc]);
             if (pkt) {
-                chpp_link_consumed(chpp_pf(s), vc);
+                chpp_link_consumed(chpp_pf(s), pkt->src_node, vc);
             }
         }
         if (pkt) {
