@@ -18,11 +18,16 @@
 #define MESH_POLL_CQES  16      /* CQEs read by one qtest command */
 #define MESH_MR_ALL     (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
                          CHPP_MPT_REMOTE_WRITE)
-/* Rounds without progress before the virtual clock is stepped. */
-#define MESH_IDLE_ROUNDS 2000
+/*
+ * Rounds without progress before the virtual clock is stepped: frames the
+ * segment lost wait for the RC timer (QP timeout 10: 4.2 ms), which runs
+ * on the virtual clock only this program moves.
+ */
+#define MESH_IDLE_ROUNDS 20
 #define MESH_NAP_US     50
-#define MESH_STEP_NS    100000
-#define MESH_MAX_STEPS  20000
+#define MESH_STEP_NS    (1000 * 1000)
+#define MESH_MAX_STEPS  5000
+#define MESH_QP_TIMEOUT 10
 #define MESH_PEERS_WAIT_S 60
 
 static int64_t now_us(void)
@@ -143,6 +148,37 @@ int chpp_mesh_peers(ChppMesh *m, int i)
     return peers;
 }
 
+uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *key)
+{
+    uint64_t sum = 0;
+    int i;
+
+    for (i = 0; i < m->n; i++) {
+        QDict *rsp = qtest_qmp(m->node[i].d->qts,
+                               "{'execute': 'qom-get', 'arguments': "
+                               "{'path': '/machine/peripheral/hca', "
+                               "'property': 'state'}}");
+        QDict *st = qdict_get_qdict(rsp, "return");
+        QDict *link = st ? qdict_get_qdict(st, "link") : NULL;
+        QList *peers = link ? qdict_get_qlist(link, "peers") : NULL;
+        const QListEntry *e;
+
+        if (!peers) {
+            qobject_unref(rsp);
+            continue;
+        }
+        QLIST_FOREACH_ENTRY(peers, e) {
+            QDict *peer = qobject_to(QDict, qlist_entry_obj(e));
+
+            if (peer && qdict_haskey(peer, key)) {
+                sum += qdict_get_int(peer, key);
+            }
+        }
+        qobject_unref(rsp);
+    }
+    return sum;
+}
+
 static bool mesh_node_ready(ChppMesh *m, int i)
 {
     int peers = m->o.netdev ? chpp_mesh_peers(m, i) : -1;
@@ -210,7 +246,8 @@ static void mesh_qp_connect(ChppMesh *m, int i, int j)
         .rq_psn = cpu_to_le32(0x100 + j),
         .sq_psn = cpu_to_le32(0x100 + i),
         .max_dest_rd_atomic = 16, .max_rd_atomic = 16,
-        .min_rnr_timer = 1, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+        .min_rnr_timer = 1, .timeout = MESH_QP_TIMEOUT, .retry_cnt = 7,
+        .rnr_retry = 7,
     };
 
     g_assert_cmphex(chpp_modify_qp(nd->d, CHPP_CMD_INIT2RTR_QP, j,
@@ -497,6 +534,10 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
             /* Lost frames wait for the RC timer: virtual time. */
             idle = 0;
             if (++steps > MESH_MAX_STEPS) {
+                for (i = 0; i < m->n; i++) {
+                    fprintf(stderr, "node %d: %u posted, %u done\n", i + 1,
+                            r[i].posted, r[i].done);
+                }
                 g_error("all-to-all stuck: %" PRIu64 " of %" PRIu64
                         " PUTs done", done, total);
             }

@@ -62,6 +62,8 @@ ChppMesh *chpp_mesh_new(const ChppMeshOpts *o);
 void chpp_mesh_free(ChppMesh *m);
 /* Peers node @i sees now (the device's state view); -1 if not reported. */
 int chpp_mesh_peers(ChppMesh *m, int i);
+/* A per-peer figure of the state view ("lost", "probes"), all nodes. */
+uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *key);
 /* Resident set of node @i's QEMU, KiB (VmRSS), and its peak (VmHWM). */
 uint64_t chpp_mesh_rss_kib(ChppMesh *m, int i, bool peak);
 
