@@ -57,7 +57,8 @@ typedef struct Cfg {
     ChppMeshResult r[MAX_LOADS + 1];    /* [0]: unlimited */
     double boot_s, peers_s, qps_s;
     double rss_mib;
-    uint32_t steps;
+    uint32_t steps;         /* virtual clock steps (RC retries) */
+    uint64_t lost;          /* frames the segment lost, all peers' view */
 } Cfg;
 
 static int parse_list(const char *s, int *v, int max)
@@ -86,6 +87,7 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
     if (c->chardev) {
         o.netdev = NULL;
         o.wrap = NULL;
+        o.props = NULL;
     }
     fprintf(stderr, "# %s: %d nodes, setting up\n", c->name, c->nodes);
     m = chpp_mesh_new(&o);
@@ -116,6 +118,7 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
                 loads[k], c->r[k + 1].mbps);
     }
     c->steps = m->clock_steps;
+    c->lost = c->chardev ? 0 : chpp_mesh_link_sum(m, "lost");
     chpp_mesh_free(m);
 }
 
@@ -137,8 +140,10 @@ static void print_cfg(const Cfg *c, const int *loads, int nloads,
     double ffrac, fmbps = fig18_mbps(c->nodes, c->vcs, &ffrac);
 
     printf("\n[%s]  set-up: boot %.2f s, peers %.2f s, %d QPs %.2f s; "
-           "RSS %.1f MiB per QEMU\n", c->name, c->boot_s, c->peers_s,
-           c->nodes * (c->nodes - 1), c->qps_s, c->rss_mib);
+           "RSS %.1f MiB per QEMU; frames lost %" PRIu64 ", clock steps "
+           "%u\n", c->name, c->boot_s, c->peers_s,
+           c->nodes * (c->nodes - 1), c->qps_s, c->rss_mib, c->lost,
+           c->steps);
     printf("  %-9s %10s %10s %10s %8s %10s %10s\n", "offered", "MB/s/node",
            "delivered", "min node", "/max", "lat mean", "lat p99");
     for (int k = 0; k <= nloads; k++) {
@@ -162,10 +167,22 @@ static void print_cfg(const Cfg *c, const int *loads, int nloads,
     }
 }
 
+/* Does this build's chpp-hca have the vcs property (docs/fabric.md)? */
+static bool device_has_vcs(void)
+{
+    g_autofree char *cmd = g_strdup_printf("%s -device chpp-hca,help",
+                                           getenv("QTEST_QEMU_BINARY"));
+    g_autofree char *out = NULL;
+
+    return g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL) && out &&
+           strstr(out, " vcs=");
+}
+
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--quick] [--nodes N,N..] [--vcs V,V..] "
-            "[--size BYTES] [--loads P,P..] [--netdev FMT] [--wrap FMT] "
+            "[--size BYTES] [--loads P,P..] [--props P] [--netdev FMT] "
+            "[--wrap FMT] "
             "[--label TEXT] [--no-baseline] [--chardev-only]\n", argv0);
     exit(2);
 }
@@ -205,6 +222,8 @@ int main(int argc, char **argv)
             g_assert(qemu_strtoui(argv[++i], NULL, 0, &size) == 0);
         } else if (!strcmp(argv[i], "--netdev") && i + 1 < argc) {
             netdev_fmt = argv[++i];
+        } else if (!strcmp(argv[i], "--props") && i + 1 < argc) {
+            base.props = argv[++i];
         } else if (!strcmp(argv[i], "--wrap") && i + 1 < argc) {
             wrap = argv[++i];
         } else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
@@ -225,6 +244,12 @@ int main(int argc, char **argv)
         loads[2] = 85;
         loads[3] = 130;
     }
+    if (!device_has_vcs()) {
+        fprintf(stderr, "# this chpp-hca has no vcs property: one "
+                "configuration per node count, with its default VCs\n");
+        nv = 1;
+        vcs[0] = 0;
+    }
     dir = g_dir_make_tmp("chpp-fabric-bench-XXXXXX", NULL);
     g_assert(dir);
     netdev = netdev_fmt ? g_strdup(netdev_fmt) :
@@ -241,13 +266,18 @@ int main(int argc, char **argv)
         cfg[ncfg++] = (Cfg) { "chardev link, 2 nodes", 2, 0, true };
     }
     if (baseline && !chardev_only) {
-        cfg[ncfg++] = (Cfg) { "Ethernet, 2 nodes, 2 VCs", 2, 2, false };
+        cfg[ncfg] = (Cfg) { NULL, 2, vcs[0] ? 2 : 0, false };
+        cfg[ncfg].name = vcs[0] ? "Ethernet, 2 nodes, 2 VCs"
+                                : "Ethernet, 2 nodes";
+        ncfg++;
     }
     for (i = 0; i < nn && !chardev_only; i++) {
         for (j = 0; j < nv && ncfg < MAX_CFGS; j++) {
             cfg[ncfg] = (Cfg) { NULL, nodes[i], vcs[j], false };
-            cfg[ncfg].name = g_strdup_printf("Ethernet, %d nodes, %d VCs",
-                                             nodes[i], vcs[j]);
+            cfg[ncfg].name = vcs[j] ?
+                g_strdup_printf("Ethernet, %d nodes, %d VCs", nodes[i],
+                                vcs[j]) :
+                g_strdup_printf("Ethernet, %d nodes", nodes[i]);
             ncfg++;
         }
     }

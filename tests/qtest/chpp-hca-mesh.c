@@ -19,15 +19,17 @@
 #define MESH_MR_ALL     (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \
                          CHPP_MPT_REMOTE_WRITE)
 /*
- * Rounds without progress before the virtual clock is stepped: frames the
- * segment lost wait for the RC timer (QP timeout 10: 4.2 ms), which runs
- * on the virtual clock only this program moves.
+ * Frames the segment lost wait for the RC timer (QP timeout 14: 67 ms),
+ * which runs on the virtual clock only this program moves.  After
+ * MESH_IDLE_ROUNDS rounds without a CQE it moves every node's clock by the
+ * real time passed without progress (at most MESH_STEP_MAX_US at once),
+ * as a NIC's timer would run; MESH_STUCK_US of that ends the run.
  */
 #define MESH_IDLE_ROUNDS 20
 #define MESH_NAP_US     50
-#define MESH_STEP_NS    (1000 * 1000)
-#define MESH_MAX_STEPS  5000
-#define MESH_QP_TIMEOUT 10
+#define MESH_STEP_MAX_US 10000
+#define MESH_STUCK_US   (20 * G_USEC_PER_SEC)
+#define MESH_QP_TIMEOUT 14
 #define MESH_PEERS_WAIT_S 60
 
 static int64_t now_us(void)
@@ -66,8 +68,9 @@ static ChppDev *mesh_boot(ChppMesh *m, int i)
         g_autofree char *vcs = o->vcs ? g_strdup_printf(",vcs=%d", o->vcs)
                                       : NULL;
 
-        props = g_strdup_printf("id=hca,node-id=%d,num-qps=%d,netdev=fab%s",
-                                i + 1, MAX(m->n, 4), vcs ? vcs : "");
+        props = g_strdup_printf("id=hca,node-id=%d,num-qps=%d,netdev=fab%s"
+                                "%s%s", i + 1, MAX(m->n, 4), vcs ? vcs : "",
+                                o->props ? "," : "", o->props ? o->props : "");
         extra = mesh_fmt(o->netdev, i + 1);
     } else {
         g_assert_cmpint(m->n, ==, 2);
@@ -484,6 +487,7 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     uint64_t total = (uint64_t)m->n * l->msgs, done = 0;
     g_autofree int64_t *lat = g_new(int64_t, total);
     uint32_t nlat = 0, idle = 0, steps = 0;
+    int64_t mark, stepped = 0;
     double sum_lat = 0, p50;
     int64_t t0;
     int i;
@@ -495,7 +499,7 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     for (i = 0; i < m->n; i++) {
         r[i].t_post = g_new0(int64_t, l->msgs);
     }
-    t0 = now_us();
+    t0 = mark = now_us();
     for (;;) {
         int64_t t = now_us();
         bool progress = false, busy = false;
@@ -526,14 +530,19 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
         }
         if (progress) {
             idle = 0;
+            mark = now_us();
             continue;
         }
         /* Leave the cores to the QEMUs: every poll is work for them too. */
         g_usleep(MESH_NAP_US);
         if (++idle >= MESH_IDLE_ROUNDS) {
-            /* Lost frames wait for the RC timer: virtual time. */
+            int64_t step = MIN(now_us() - mark, MESH_STEP_MAX_US);
+
             idle = 0;
-            if (++steps > MESH_MAX_STEPS) {
+            mark = now_us();
+            stepped += step;
+            steps++;
+            if (stepped > MESH_STUCK_US) {
                 for (i = 0; i < m->n; i++) {
                     fprintf(stderr, "node %d: %u posted, %u done\n", i + 1,
                             r[i].posted, r[i].done);
@@ -542,7 +551,7 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
                         " PUTs done", done, total);
             }
             for (i = 0; i < m->n; i++) {
-                qtest_clock_step(m->node[i].d->qts, MESH_STEP_NS);
+                qtest_clock_step(m->node[i].d->qts, step * 1000);
             }
         }
     }

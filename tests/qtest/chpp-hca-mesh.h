@@ -28,6 +28,7 @@ typedef struct ChppMeshOpts {
      * with one %d for the node's id; NULL: none.
      */
     const char *wrap;
+    const char *props;      /* more device properties ("a=1,b=2"), NULL */
     const char *dir;        /* private temporary directory */
     uint32_t slot;          /* bytes of a node's receive slot per peer */
     uint8_t log_sq;         /* SQ depth per QP (the window), log2 */
