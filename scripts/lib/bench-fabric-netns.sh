@@ -4,7 +4,8 @@
 # network namespace, a stand-in for a host, joined by a Linux bridge in a
 # namespace of its own (the switch); nothing changes in this machine's own
 # namespace. Each host namespace gets an "eth0" (a veth whose other end is
-# a port of the switch bridge) with 10.77.0.<node>/24.
+# a port of the switch bridge) with 10.77.0.<node>/24. Every link has MTU
+# 9000: a frame with 4 KiB of payload is 4218 bytes on the wire.
 #   dgram: QEMU's -netdev dgram multicast on 239.255.77.1, sent and joined
 #          on eth0 (the switch floods it to every host)
 #   tap:   in each host, a bridge joins eth0 and a tap the QEMU opens
@@ -45,19 +46,23 @@ trap cleanup EXIT
 
 chpp_log "namespaces: $pfx-sw (bridge br0) and $pfx-h1..h$hosts ($mode)"
 ip netns add "$pfx-sw"
-ip -n "$pfx-sw" link add br0 type bridge mcast_snooping 0
+# Jumbo frames: a cHPP frame of 4 KiB payload is a 4218-byte Ethernet frame.
+mtu=9000
+ip -n "$pfx-sw" link add br0 mtu $mtu type bridge mcast_snooping 0
 ip -n "$pfx-sw" link set br0 up
 for ((h = 1; h <= hosts; h++)); do
     ns="$pfx-h$h"
     ip netns add "$ns"
-    ip -n "$pfx-sw" link add "p$h" type veth peer name eth0 netns "$ns"
+    ip -n "$pfx-sw" link add "p$h" mtu $mtu type veth peer name eth0 \
+        netns "$ns" mtu $mtu
     ip -n "$pfx-sw" link set "p$h" master br0 up
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "10.77.0.$h/24" dev eth0
     ip -n "$ns" link set eth0 up
     if [ "$mode" = tap ]; then
         ip -n "$ns" tuntap add dev tap0 mode tap
-        ip -n "$ns" link add hbr type bridge
+        ip -n "$ns" link set tap0 mtu $mtu
+        ip -n "$ns" link add hbr mtu $mtu type bridge
         ip -n "$ns" link set eth0 master hbr
         ip -n "$ns" link set tap0 master hbr
         ip -n "$ns" link set tap0 up

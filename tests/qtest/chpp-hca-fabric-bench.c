@@ -59,6 +59,7 @@ typedef struct Cfg {
     double rss_mib;
     uint32_t steps;         /* virtual clock steps (RC retries) */
     uint64_t lost;          /* frames the segment lost, all peers' view */
+    uint64_t probes;        /* credit probes of blocked senders */
 } Cfg;
 
 static int parse_list(const char *s, int *v, int max)
@@ -119,6 +120,7 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
     }
     c->steps = m->clock_steps;
     c->lost = c->chardev ? 0 : chpp_mesh_link_sum(m, "lost");
+    c->probes = c->chardev ? 0 : chpp_mesh_link_sum(m, "probes");
     chpp_mesh_free(m);
 }
 
@@ -140,10 +142,10 @@ static void print_cfg(const Cfg *c, const int *loads, int nloads,
     double ffrac, fmbps = fig18_mbps(c->nodes, c->vcs, &ffrac);
 
     printf("\n[%s]  set-up: boot %.2f s, peers %.2f s, %d QPs %.2f s; "
-           "RSS %.1f MiB per QEMU; frames lost %" PRIu64 ", clock steps "
-           "%u\n", c->name, c->boot_s, c->peers_s,
-           c->nodes * (c->nodes - 1), c->qps_s, c->rss_mib, c->lost,
-           c->steps);
+           "RSS %.1f MiB per QEMU; frames lost %" PRIu64 ", credit "
+           "probes %" PRIu64 ", clock steps %u\n", c->name, c->boot_s,
+           c->peers_s, c->nodes * (c->nodes - 1), c->qps_s, c->rss_mib,
+           c->lost, c->probes, c->steps);
     printf("  %-9s %10s %10s %10s %8s %10s %10s\n", "offered", "MB/s/node",
            "delivered", "min node", "/max", "lat mean", "lat p99");
     for (int k = 0; k <= nloads; k++) {
@@ -165,6 +167,21 @@ static void print_cfg(const Cfg *c, const int *loads, int nloads,
                "the peak, %.0f MB/s; here %.1f%% of max\n", c->nodes,
                c->vcs, ffrac * 100, fmbps, c->r[0].mbps / ref * 100);
     }
+}
+
+/* The 1-minute load average: other work on the machine skews figures. */
+static const char *load_avg(void)
+{
+    static char buf[4][16];
+    static int k;
+    g_autofree char *txt = NULL;
+    char *p = buf[k++ % 4];
+
+    snprintf(p, 16, "?");
+    if (g_file_get_contents("/proc/loadavg", &txt, NULL, NULL)) {
+        snprintf(p, 16, "%.*s", (int)strcspn(txt, " "), txt);
+    }
+    return p;
 }
 
 /* Does this build's chpp-hca have the vcs property (docs/fabric.md)? */
@@ -192,9 +209,9 @@ int main(int argc, char **argv)
     int nodes[4] = { 4, 8, 16 }, nn = 3;
     int vcs[4] = { 2, 4 }, nv = 2;
     int loads[MAX_LOADS] = { 10, 25, 40, 55, 70, 85, 100, 130 }, nl = 8;
-    uint32_t size = 32768;
+    uint32_t size = 4096;
     bool quick = false, baseline = true, chardev_only = false;
-    const char *netdev_fmt = NULL, *wrap = NULL, *label = NULL;
+    const char *netdev_fmt = NULL, *wrap = NULL, *label = NULL, *load0;
     g_autofree char *netdev = NULL;
     g_autofree char *dir = NULL;
     g_autoptr(GDateTime) date = g_date_time_new_now_local();
@@ -250,6 +267,7 @@ int main(int argc, char **argv)
         nv = 1;
         vcs[0] = 0;
     }
+    load0 = load_avg();
     dir = g_dir_make_tmp("chpp-fabric-bench-XXXXXX", NULL);
     g_assert(dir);
     netdev = netdev_fmt ? g_strdup(netdev_fmt) :
@@ -285,8 +303,10 @@ int main(int argc, char **argv)
         run_cfg(&cfg[i], &base, size, loads, nl, &ref, quick);
     }
 
-    printf("chpp-hca fabric benchmark  %s  %ld CPUs%s\n", datestr,
-           sysconf(_SC_NPROCESSORS_ONLN), quick ? "  (--quick)" : "");
+    printf("chpp-hca fabric benchmark  %s  %ld CPUs%s; load average "
+           "%s at the start, %s at the end\n", datestr,
+           sysconf(_SC_NPROCESSORS_ONLN), quick ? "  (--quick)" : "",
+           load0, load_avg());
     printf("All-to-all RC PUTs of %s, every PUT signaled, at most %u in "
            "flight per QP; one QEMU (qtest accel) per node, driven by this "
            "one process\n", chpp_size_str(size), 1u << base.log_sq);
@@ -323,9 +343,8 @@ int main(int argc, char **argv)
            "rises with VCs, falls with ports):\n");
     for (i = 0; i < ncfg; i++) {
         if (!cfg[i].chardev) {
-            printf("  %2d nodes %d VCs: %8.1f (%.1f%% of max)\n",
-                   cfg[i].nodes, cfg[i].vcs, cfg[i].r[0].mbps,
-                   cfg[i].r[0].mbps / ref * 100);
+            printf("  %-28s %8.1f (%.1f%% of max)\n", cfg[i].name,
+                   cfg[i].r[0].mbps, cfg[i].r[0].mbps / ref * 100);
         }
     }
     printf("\n");
