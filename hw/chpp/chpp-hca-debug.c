@@ -273,13 +273,14 @@ static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
  * Per-VC figures of the link: on a chardev those of its one peer, on a
  * fabric the sums over its peers (each peer's are in "peers").
  */
-static void chpp_state_link_vcs(StateVisit *sv, ChppLink *l)
+static void chpp_state_link_vcs(StateVisit *sv, ChppHcaState *s)
 {
     static const char *const keys[] = { "credits", "rx-queued", "owed" };
+    ChppLink *l = &s->link;
     unsigned k, vc, i;
 
     for (k = 0; k < ARRAY_SIZE(keys); k++) {
-        for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        for (vc = 0; vc < chpp_num_vcs(s); vc++) {
             g_autofree char *key = g_strdup_printf("%s-vc%u", keys[k], vc);
             uint64_t sum = 0;
 
@@ -292,7 +293,7 @@ static void chpp_state_link_vcs(StateVisit *sv, ChppLink *l)
             sv_u64(sv, key, sum);
         }
     }
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+    for (vc = 0; vc < chpp_num_vcs(s); vc++) {
         g_autofree char *key = g_strdup_printf("backlog-vc%u", vc);
 
         sv_u64(sv, key, l->backlog[vc] ?
@@ -301,9 +302,11 @@ static void chpp_state_link_vcs(StateVisit *sv, ChppLink *l)
 }
 
 /* The fabric's view (docs/fabric.md): each peer, each VC. */
-static void chpp_state_link_fabric(StateVisit *sv, ChppLink *l)
+static void chpp_state_link_fabric(StateVisit *sv, ChppHcaState *s)
 {
+    ChppLink *l = &s->link;
     const ChppEthStats *es = l->eth ? chpp_link_eth_stats(l->eth) : NULL;
+    unsigned nvcs = chpp_num_vcs(s);
     unsigned i, vc;
 
     sv_str(sv, "transport", l->eth ? "ethernet" : "stream");
@@ -329,7 +332,7 @@ static void chpp_state_link_fabric(StateVisit *sv, ChppLink *l)
         sv_u64(sv, "lost", p->lost);
         sv_u64(sv, "late", p->late);
         sv_u64(sv, "probes", p->probes);
-        for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        for (vc = 0; vc < nvcs; vc++) {
             g_autofree char *c = g_strdup_printf("credits-vc%u", vc);
             g_autofree char *q = g_strdup_printf("rx-queued-vc%u", vc);
             g_autofree char *o = g_strdup_printf("owed-vc%u", vc);
@@ -341,13 +344,14 @@ static void chpp_state_link_fabric(StateVisit *sv, ChppLink *l)
         sv_end(sv);
     }
     sv_end_list(sv);
+    sv_u64(sv, "data-vcs", nvcs - 1);
     sv_list(sv, "vcs");
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+    for (vc = 0; vc < nvcs; vc++) {
         const ChppVcStats *st = &l->vcs[vc];
 
         sv_begin(sv, NULL);
         sv_u64(sv, "vc", vc);
-        sv_str(sv, "carries", vc == CHPP_NUM_VCS - 1 ? "get" : "data");
+        sv_str(sv, "carries", vc == nvcs - 1 ? "get" : "data");
         sv_u64(sv, "tx-frames", st->tx_frames);
         sv_u64(sv, "tx-bytes", st->tx_bytes);
         sv_u64(sv, "credit-stalls", st->credit_stalls);
@@ -382,12 +386,12 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "reader-ring-size", s->link.ring_size);
     sv_u64(&sv, "reader-ring-waits",
            s->link.io ? chpp_link_io_ring_waits(s->link.io) : 0);
-    chpp_state_link_vcs(&sv, &s->link);
+    chpp_state_link_vcs(&sv, s);
     sv_u64(&sv, "out-queue-records", s->link.outq ?
            g_queue_get_length(s->link.outq) : 0);
     sv_u64(&sv, "out-queue-bytes", s->link.out_bytes);
     sv_bool(&sv, "rx-paused", s->link.rx_paused);
-    chpp_state_link_fabric(&sv, &s->link);
+    chpp_state_link_fabric(&sv, s);
     sv_end(&sv);
 
     sv_list(&sv, "ports");

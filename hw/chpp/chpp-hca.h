@@ -34,6 +34,7 @@ typedef struct ChppHcaParams {
     uint16_t device_id;
     uint16_t vf_device_id;
     uint16_t node_id;
+    uint8_t data_vcs;           /* property vcs: 1, 2 or 4 */
     uint32_t num_qps;
     uint32_t num_cqs;
     uint32_t num_eqs;
@@ -353,6 +354,7 @@ typedef struct ChppVcStats {
     uint64_t credit_stalls;     /* times its head waited for credits */
     uint64_t hol_stalls;        /* ... with frames for others behind it */
     int64_t blocked_since;      /* realtime ns; 0: not blocked */
+    bool hol;                   /* this stall counted as HOL already */
     uint64_t blocked_ns;        /* time its head waited, in all */
     uint32_t backlog_max;
 } ChppVcStats;
@@ -384,6 +386,7 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
@@ -461,8 +464,8 @@ struct ChppHcaState {
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
-    GQueue *wire_rx[2];         /* loopback frames per virtual channel */
-    GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
+    GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
+    GQueue *link_rx[CHPP_NUM_VCS];  /* decoded ChppPkt from the link per VC */
     GQueue *timed_rx;           /* timing mode: loopback frames not due yet */
     ChppTimingModel timing;     /* PF: the timing model's resources */
     ChppLink link;
@@ -547,6 +550,12 @@ static inline ChppHcaState *chpp_pf(ChppHcaState *s)
     PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
 
     return pf ? CHPP_HCA(pf) : s;
+}
+
+/* Virtual channels in use: the data VCs and the GET VC (their last). */
+static inline unsigned chpp_num_vcs(ChppHcaState *s)
+{
+    return chpp_pf(s)->params.data_vcs + 1;
 }
 
 /* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */

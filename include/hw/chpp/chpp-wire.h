@@ -31,9 +31,18 @@
 #define CHPP_WIRE_EXT_VERSION       1
 #define CHPP_WIRE_MAX_PAYLOAD       4096
 
+/*
+ * Virtual channels (docs/fabric.md, "Virtual channels"): a link has 1, 2
+ * or 4 data VCs (NAP, PUT, all responses; the packets for node d on VC
+ * d mod data VCs, "Dest-Mod") and one GET VC after them (index = data
+ * VCs).  The default layout, one data VC: VC0 data, VC1 GET.  The
+ * engine builds packets of a class (CHPP_VC_DATA or CHPP_VC_GET), routing
+ * places them on a channel.
+ */
 #define CHPP_VC_DATA                0   /* NAP, PUT, all responses */
 #define CHPP_VC_GET                 1   /* GET requests */
-#define CHPP_NUM_VCS                2
+#define CHPP_DATA_VCS_MAX           4
+#define CHPP_NUM_VCS                (CHPP_DATA_VCS_MAX + 1)
 
 enum chpp_pkt_type {            /* header byte 2, bits 7:2 */
     CHPP_PKT_NAP    = 1,        /* SEND, SEND_IMM, NAP, UD sends */
