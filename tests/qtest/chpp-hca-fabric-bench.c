@@ -119,8 +119,8 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
                 loads[k], c->r[k + 1].mbps);
     }
     c->steps = m->clock_steps;
-    c->lost = c->chardev ? 0 : chpp_mesh_link_sum(m, "lost");
-    c->probes = c->chardev ? 0 : chpp_mesh_link_sum(m, "probes");
+    c->lost = c->chardev ? 0 : chpp_mesh_link_sum(m, "peers", "lost");
+    c->probes = c->chardev ? 0 : chpp_mesh_link_sum(m, "peers", "probes");
     chpp_mesh_free(m);
 }
 

@@ -63,6 +63,8 @@ static void test_all_to_all(const void *opaque)
 
     for (i = 0; i < m->n; i++) {
         g_assert_cmpint(chpp_mesh_peers(m, i), ==, SCALE_NODES - 1);
+        g_assert_cmpint(chpp_mesh_link_get(m, i, "peers", -1, "lost"), >=,
+                        0);
     }
     report(m);
     r = chpp_mesh_run(m, &l);
@@ -74,14 +76,23 @@ static void test_all_to_all(const void *opaque)
                    chpp_mesh_rss_kib(m, 0, true) / 1024);
     g_test_message("frames the segment lost (all peers' view): %" PRIu64
                    "; virtual clock steps for RC retries: %u",
-                   chpp_mesh_link_sum(m, "lost"), m->clock_steps);
+                   chpp_mesh_link_sum(m, "peers", "lost"), m->clock_steps);
+    /* Dest-Mod: every node sent on each data VC (15 destinations). */
+    for (i = 0; i < m->n; i++) {
+        for (int vc = 0; vc < vcs; vc++) {
+            g_assert_cmpint(chpp_mesh_link_get(m, i, "vcs", vc, "tx-frames"),
+                            >, 0);
+        }
+        g_assert_cmpint(chpp_mesh_link_get(m, i, "vcs", vcs, "tx-frames"),
+                        ==, 0);
+    }
     chpp_mesh_free(m);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_data_func("/chpp-hca/fabric-scale/16-nodes",
-                        GINT_TO_POINTER(0), test_all_to_all);
+    qtest_add_data_func("/chpp-hca/fabric-scale/16-nodes-4vcs",
+                        GINT_TO_POINTER(4), test_all_to_all);
     return g_test_run();
 }

@@ -119,7 +119,8 @@ static void mesh_node_init(ChppMesh *m, int i)
                               (uint64_t)m->n * slot, MESH_MR_ALL);
 }
 
-int chpp_mesh_peers(ChppMesh *m, int i)
+/* The state view's link object of node @i (a reference). */
+static QDict *mesh_link_state(ChppMesh *m, int i)
 {
     QDict *rsp = qtest_qmp(m->node[i].d->qts,
                            "{'execute': 'qom-get', 'arguments': "
@@ -127,59 +128,64 @@ int chpp_mesh_peers(ChppMesh *m, int i)
                            "'property': 'state'}}");
     QDict *st = qdict_get_qdict(rsp, "return");
     QDict *link = st ? qdict_get_qdict(st, "link") : NULL;
-    int peers = -1;
 
-    if (link && qdict_haskey(link, "peers")) {
-        QObject *p = qdict_get(link, "peers");
-
-        if (qobject_type(p) == QTYPE_QLIST) {
-            const QListEntry *e;
-
-            /* Peers known and up (docs/fabric.md, the state view). */
-            peers = 0;
-            QLIST_FOREACH_ENTRY(qobject_to(QList, p), e) {
-                QDict *peer = qobject_to(QDict, qlist_entry_obj(e));
-
-                peers += peer && (!qdict_haskey(peer, "up") ||
-                                  qdict_get_bool(peer, "up"));
-            }
-        } else {
-            peers = qdict_get_int(link, "peers");
-        }
-    }
+    qobject_ref(link);
     qobject_unref(rsp);
-    return peers;
+    return link;
 }
 
-uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *key)
+int64_t chpp_mesh_link_get(ChppMesh *m, int i, const char *list, int64_t at,
+                           const char *key)
+{
+    QDict *link = mesh_link_state(m, i);
+    QList *l = link ? qdict_get_qlist(link, list) : NULL;
+    const QListEntry *e;
+    int64_t sum = 0, k = 0;
+    bool found = false;
+
+    if (l) {
+        QLIST_FOREACH_ENTRY(l, e) {
+            QDict *o = qobject_to(QDict, qlist_entry_obj(e));
+
+            if (o && qdict_haskey(o, key) && (at < 0 || k == at)) {
+                sum += qdict_get_int(o, key);
+                found = true;
+            }
+            k++;
+        }
+    }
+    qobject_unref(link);
+    return found ? sum : -1;
+}
+
+uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *list, const char *key)
 {
     uint64_t sum = 0;
     int i;
 
     for (i = 0; i < m->n; i++) {
-        QDict *rsp = qtest_qmp(m->node[i].d->qts,
-                               "{'execute': 'qom-get', 'arguments': "
-                               "{'path': '/machine/peripheral/hca', "
-                               "'property': 'state'}}");
-        QDict *st = qdict_get_qdict(rsp, "return");
-        QDict *link = st ? qdict_get_qdict(st, "link") : NULL;
-        QList *peers = link ? qdict_get_qlist(link, "peers") : NULL;
-        const QListEntry *e;
-
-        if (!peers) {
-            qobject_unref(rsp);
-            continue;
-        }
-        QLIST_FOREACH_ENTRY(peers, e) {
-            QDict *peer = qobject_to(QDict, qlist_entry_obj(e));
-
-            if (peer && qdict_haskey(peer, key)) {
-                sum += qdict_get_int(peer, key);
-            }
-        }
-        qobject_unref(rsp);
+        sum += MAX(chpp_mesh_link_get(m, i, list, -1, key), 0);
     }
     return sum;
+}
+
+int chpp_mesh_peers(ChppMesh *m, int i)
+{
+    QDict *link = mesh_link_state(m, i);
+    QList *l = link ? qdict_get_qlist(link, "peers") : NULL;
+    const QListEntry *e;
+    int peers = -1;
+
+    if (l) {
+        peers = 0;
+        QLIST_FOREACH_ENTRY(l, e) {
+            QDict *peer = qobject_to(QDict, qlist_entry_obj(e));
+
+            peers += peer && qdict_get_bool(peer, "up");
+        }
+    }
+    qobject_unref(link);
+    return peers;
 }
 
 static bool mesh_node_ready(ChppMesh *m, int i)

@@ -63,8 +63,14 @@ ChppMesh *chpp_mesh_new(const ChppMeshOpts *o);
 void chpp_mesh_free(ChppMesh *m);
 /* Peers node @i sees now (the device's state view); -1 if not reported. */
 int chpp_mesh_peers(ChppMesh *m, int i);
-/* A per-peer figure of the state view ("lost", "probes"), all nodes. */
-uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *key);
+/*
+ * A figure of the state view's link object (docs/fabric.md): @key of entry
+ * @at (< 0: the sum over all) of its list @list ("peers", "vcs") on node
+ * @i, -1 if there is none; and the sum over every entry of every node.
+ */
+int64_t chpp_mesh_link_get(ChppMesh *m, int i, const char *list, int64_t at,
+                           const char *key);
+uint64_t chpp_mesh_link_sum(ChppMesh *m, const char *list, const char *key);
 /* Resident set of node @i's QEMU, KiB (VmRSS), and its peak (VmHWM). */
 uint64_t chpp_mesh_rss_kib(ChppMesh *m, int i, bool peak);
 
