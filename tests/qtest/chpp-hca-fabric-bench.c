@@ -60,6 +60,11 @@ typedef struct Cfg {
     uint32_t steps;         /* virtual clock steps (RC retries) */
     uint64_t lost;          /* frames the segment lost, all peers' view */
     uint64_t probes;        /* credit probes of blocked senders */
+    uint64_t hol;           /* HOL stalls, all VCs of all nodes */
+    uint64_t stalls;        /* credit stalls, all VCs of all nodes */
+    int failed;             /* the run (0: unlimited, k: load k) that ended
+                               in an error CQE, -1: none */
+    ChppMeshResult fail;
 } Cfg;
 
 static int parse_list(const char *s, int *v, int max)
@@ -100,9 +105,15 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
     }
     c->rss_mib = rss / 1024.0 / m->n;
     /* A first checked run warms up every QP; then unlimited load. */
+    c->failed = -1;
     l.msgs = 2 * (c->nodes - 1);
     l.check = true;
-    chpp_mesh_run(m, &l);
+    l.keep_going = true;
+    c->fail = chpp_mesh_run(m, &l);
+    if (c->fail.err_status) {
+        c->failed = 0;
+        goto out;
+    }
     l.check = false;
     l.secs = quick ? RATE_SECS / 3 : RATE_SECS;
     l.rate = 0;
@@ -112,12 +123,24 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
         /* The first configuration's saturation is the max. */
         *ref = c->r[0].mbps;
     }
-    for (k = 0; k < nloads; k++) {
-        l.rate = *ref * loads[k] / 100.0 * 1e6 / size;
-        c->r[k + 1] = chpp_mesh_run(m, &l);
-        fprintf(stderr, "# %s: load %d%%: %.1f MB/s per node\n", c->name,
-                loads[k], c->r[k + 1].mbps);
+    for (k = 0; k <= nloads; k++) {
+        if (k) {
+            l.rate = *ref * loads[k - 1] / 100.0 * 1e6 / size;
+            c->r[k] = chpp_mesh_run(m, &l);
+            fprintf(stderr, "# %s: load %d%%: %.1f MB/s per node\n",
+                    c->name, loads[k - 1], c->r[k].mbps);
+        }
+        if (c->r[k].err_status) {
+            /* Its QPs are in the error state: no further runs. */
+            c->failed = k;
+            c->fail = c->r[k];
+            c->r[k].puts = 0;
+            break;
+        }
     }
+out:
+    c->hol = chpp_mesh_link_sum(m, "vcs", "hol-stalls");
+    c->stalls = chpp_mesh_link_sum(m, "vcs", "credit-stalls");
     c->steps = m->clock_steps;
     c->lost = c->chardev ? 0 : chpp_mesh_link_sum(m, "peers", "lost");
     c->probes = c->chardev ? 0 : chpp_mesh_link_sum(m, "peers", "probes");
@@ -146,6 +169,20 @@ static void print_cfg(const Cfg *c, const int *loads, int nloads,
            "probes %" PRIu64 ", clock steps %u\n", c->name, c->boot_s,
            c->peers_s, c->nodes * (c->nodes - 1), c->qps_s, c->rss_mib,
            c->lost, c->probes, c->steps);
+    printf("  VC credit stalls %" PRIu64 ", of which head-of-line %" PRIu64
+           "\n", c->stalls, c->hol);
+    if (c->failed >= 0) {
+        char when[32] = "checked warm-up";
+
+        if (c->failed) {
+            snprintf(when, sizeof(when), "%d%% load", loads[c->failed - 1]);
+        }
+        printf("  an RC QP of node %d failed (CQE status %u%s) in the %s "
+               "run; later runs skipped\n", c->fail.err_node,
+               c->fail.err_status,
+               c->fail.err_status == CHPP_WC_RETRY_EXC_ERR ?
+               ", RETRY_EXC_ERR: its retries were lost too" : "", when);
+    }
     printf("  %-9s %10s %10s %10s %8s %10s %10s\n", "offered", "MB/s/node",
            "delivered", "min node", "/max", "lat mean", "lat p99");
     for (int k = 0; k <= nloads; k++) {

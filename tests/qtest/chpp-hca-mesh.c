@@ -347,6 +347,8 @@ typedef struct MeshRun {
     uint32_t inflight[CHPP_MESH_MAX_NODES];
     int64_t *t_post;        /* [k]: doorbell time of PUT k */
     int64_t t_last;         /* last CQE */
+    bool keep_going;
+    uint8_t err_status;     /* an error CQE was seen */
 } MeshRun;
 
 static int mesh_dest(ChppMesh *m, int i, uint32_t k)
@@ -430,9 +432,13 @@ static bool mesh_poll(ChppMesh *m, int i, MeshRun *r, int64_t *lat,
         k = le64_to_cpu(cqe[x].wr_id);
         qpn = le32_to_cpu(cqe[x].qpn);
         if (cqe[x].status != CHPP_WC_SUCCESS) {
-            g_error("node %d: PUT %" PRIu64 " to node %u: status %u "
-                    "vendor_err %u", i + 1, k, qpn + 1, cqe[x].status,
-                    cqe[x].vendor_err);
+            if (!r->keep_going) {
+                g_error("node %d: PUT %" PRIu64 " to node %u: status %u "
+                        "vendor_err %u", i + 1, k, qpn + 1, cqe[x].status,
+                        cqe[x].vendor_err);
+            }
+            r->err_status = cqe[x].status;
+            return got;
         }
         g_assert_cmpuint(k, <, r->posted);
         g_assert_cmpuint(qpn, ==, mesh_dest(m, i, k));
@@ -504,6 +510,7 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     }
     for (i = 0; i < m->n; i++) {
         r[i].t_post = g_new0(int64_t, l->msgs);
+        r[i].keep_going = l->keep_going;
     }
     t0 = mark = now_us();
     for (;;) {
@@ -530,8 +537,12 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
                 progress = true;
             }
             busy |= r[i].done < (stop ? r[i].posted : l->msgs);
+            if (r[i].err_status && !res.err_status) {
+                res.err_status = r[i].err_status;
+                res.err_node = i + 1;
+            }
         }
-        if (!busy) {
+        if (!busy || res.err_status) {
             break;
         }
         if (progress) {
@@ -565,8 +576,8 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     res.secs = (now_us() - t0) / 1e6;
     res.mbps_min = INFINITY;
     for (i = 0; i < m->n; i++) {
-        double mbps = (double)r[i].done * l->size /
-                      ((r[i].t_last - t0) / 1e6) / 1e6;
+        double mbps = r[i].done ? (double)r[i].done * l->size /
+                                  ((r[i].t_last - t0) / 1e6) / 1e6 : 0;
 
         res.mbps += mbps / m->n;
         res.mbps_min = MIN(res.mbps_min, mbps);
@@ -575,11 +586,14 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     for (uint32_t x = 0; x < nlat; x++) {
         sum_lat += lat[x];
     }
-    res.lat_mean_us = sum_lat / nlat;
-    chpp_med_p99(lat, nlat, &p50, &res.lat_p99_us);
+    res.lat_mean_us = res.lat_p99_us = NAN;
+    if (nlat) {
+        res.lat_mean_us = sum_lat / nlat;
+        chpp_med_p99(lat, nlat, &p50, &res.lat_p99_us);
+    }
     res.offered_mbps = l->rate * l->size / 1e6;
     res.puts = done;
-    if (l->check) {
+    if (l->check && !res.err_status) {
         mesh_check(m, l);
     }
     return res;

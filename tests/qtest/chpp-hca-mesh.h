@@ -81,6 +81,7 @@ typedef struct ChppMeshLoad {
     double rate;            /* offered PUTs per node per second; 0: all */
     double secs;            /* stop posting after this long; 0: never */
     bool check;             /* fill sources, check every receive slot */
+    bool keep_going;        /* an error CQE ends the run, not the program */
 } ChppMeshLoad;
 
 typedef struct ChppMeshResult {
@@ -91,6 +92,8 @@ typedef struct ChppMeshResult {
     double lat_mean_us;     /* doorbell written -> send CQE seen */
     double lat_p99_us;
     uint64_t puts;          /* completed, all nodes */
+    uint8_t err_status;     /* keep_going: the first error CQE's status */
+    int err_node;           /* ... on this node (1..n) */
 } ChppMeshResult;
 
 ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l);
