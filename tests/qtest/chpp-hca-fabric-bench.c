@@ -62,8 +62,8 @@ typedef struct Cfg {
     uint64_t probes;        /* credit probes of blocked senders */
     uint64_t hol;           /* HOL stalls, all VCs of all nodes */
     uint64_t stalls;        /* credit stalls, all VCs of all nodes */
-    int failed;             /* the run (0: unlimited, k: load k) that ended
-                               in an error CQE, -1: none */
+    /* The run that ended in an error CQE: 0 the warm-up, k load k; -1 */
+    int failed;
     ChppMeshResult fail;
 } Cfg;
 

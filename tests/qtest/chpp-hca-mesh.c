@@ -281,13 +281,12 @@ uint64_t chpp_mesh_rss_kib(ChppMesh *m, int i, bool peak)
                                             m->node[i].pid);
     g_autofree char *txt = NULL;
     const char *key = peak ? "\nVmHWM:" : "\nVmRSS:";
-    char *p;
+    const char *p = NULL;
 
-    if (!g_file_get_contents(path, &txt, NULL, NULL) ||
-        !(p = strstr(txt, key))) {
-        return 0;
+    if (g_file_get_contents(path, &txt, NULL, NULL)) {
+        p = strstr(txt, key);
     }
-    return g_ascii_strtoull(p + strlen(key), NULL, 10);
+    return p ? g_ascii_strtoull(p + strlen(key), NULL, 10) : 0;
 }
 
 ChppMesh *chpp_mesh_new(const ChppMeshOpts *o)
