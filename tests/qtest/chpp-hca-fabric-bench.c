@@ -10,8 +10,10 @@
  * The baseline, measured first in the same run: the same traffic between
  * two nodes on the chardev link (docs/link.md) and between two nodes on
  * the Ethernet segment; its saturated throughput per node is the "max"
- * the loads and throughputs are fractions of (the paper divides by the
- * theoretical peak).
+ * throughputs are fractions of (the paper divides by the theoretical
+ * peak).  Offered loads are fractions of each configuration's own
+ * saturated throughput, so that every curve has points on both sides of
+ * its knee.
  *
  *   QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64 \
  *       build/qemu/tests/qtest/chpp-hca-fabric-bench [--quick]
@@ -125,7 +127,8 @@ static void run_cfg(Cfg *c, const ChppMeshOpts *base, uint32_t size,
     }
     for (k = 0; k <= nloads; k++) {
         if (k) {
-            l.rate = *ref * loads[k - 1] / 100.0 * 1e6 / size;
+            /* Around this configuration's own saturation: its knee. */
+            l.rate = c->r[0].mbps * loads[k - 1] / 100.0 * 1e6 / size;
             c->r[k] = chpp_mesh_run(m, &l);
             fprintf(stderr, "# %s: load %d%%: %.1f MB/s per node\n",
                     c->name, loads[k - 1], c->r[k].mbps);
@@ -352,16 +355,19 @@ int main(int argc, char **argv)
     if (label) {
         printf("%s\n", label);
     }
-    printf("max = %.1f MB/s per node, the saturated throughput of the first "
-           "configuration (%s); offered loads are fractions of it; MB = "
-           "10^6 bytes; latency from the doorbell write to the send CQE "
-           "(RC: acknowledged)\n", ref, cfg[0].name);
+    printf("Offered loads are fractions of each configuration's own "
+           "saturated throughput (its unlimited row); /max divides by max = "
+           "%.1f MB/s per node, that of %s (as figure 18 divides by the "
+           "peak); MB = 10^6 bytes; latency from the doorbell write to the "
+           "send CQE (RC: acknowledged)\n", ref, cfg[0].name);
     for (i = 0; i < ncfg; i++) {
         print_cfg(&cfg[i], loads, nl, ref);
     }
     if (baseline && !chardev_only && ncfg >= 2) {
         printf("\nOverhead of the Ethernet segment against the chardev link "
-               "(2 nodes, same run; delivered and latency ratios):\n");
+               "(2 nodes, same run; Ethernet / chardev, delivered and mean "
+               "latency, saturated and at the same fraction of each one's "
+               "saturation):\n");
         for (int k = 0; k <= nl; k++) {
             const ChppMeshResult *a = &cfg[0].r[k], *b = &cfg[1].r[k];
             char what[16] = "unlimited";
