@@ -1,4 +1,4 @@
-chpp_ib.o: /work/wt-fabric/guest-driver/chpp_ib.c \
+chpp_ib.o: /work/wt-fabscale/guest-driver/chpp_ib.c \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/compiler-version.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/kconfig.h \
  include/generated/autoconf.h \
@@ -823,7 +823,7 @@ chpp_ib.o: /work/wt-fabric/guest-driver/chpp_ib.c \
  /usr/src/linux-headers-6.12.95+deb12-common/include/rdma/ib_smi.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/utsname.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/uapi/linux/utsname.h \
- /work/wt-fabric/guest-driver/chpp_hca.h \
+ /work/wt-fabscale/guest-driver/chpp_hca.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/pci.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/mod_devicetable.h \
  /usr/src/linux-headers-6.12.95+deb12-common/include/uapi/linux/mei.h \
@@ -837,5 +837,5 @@ chpp_ib.o: /work/wt-fabric/guest-driver/chpp_ib.c \
  /usr/src/linux-headers-6.12.95+deb12-common/include/linux/dmapool.h \
  /usr/src/linux-headers-6.12.95+deb12-common/arch/x86/include/asm/pci.h \
  /usr/src/linux-headers-6.12.95+deb12-common/arch/x86/include/asm/memtype.h \
- /work/wt-fabric/guest-driver/../include/hw/chpp/chpp-hca-abi.h \
- /work/wt-fabric/guest-driver/chpp_uverbs_abi.h
+ /work/wt-fabscale/guest-driver/../include/hw/chpp/chpp-hca-abi.h \
+ /work/wt-fabscale/guest-driver/chpp_uverbs_abi.h
