@@ -60,7 +60,7 @@ static char *mesh_fmt(const char *fmt, int id)
 static ChppDev *mesh_boot(ChppMesh *m, int i)
 {
     const ChppMeshOpts *o = &m->o;
-    g_autofree char *props = NULL, *extra = NULL, *wrap = NULL;
+    g_autofree char *props = NULL, *extra = NULL;
     g_autofree char *bin = g_strdup(getenv("QTEST_QEMU_BINARY"));
     ChppDev *d;
 
