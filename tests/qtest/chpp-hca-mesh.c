@@ -30,6 +30,8 @@
 #define MESH_STEP_MAX_US 10000
 #define MESH_STUCK_US   (20 * G_USEC_PER_SEC)
 #define MESH_QP_TIMEOUT 14
+/* Device in timing mode (CHPP_QTEST_PROPS): each idle round moves it on. */
+#define MESH_TIMED_STEP_US 200
 #define MESH_PEERS_WAIT_S 60
 
 static int64_t now_us(void)
@@ -499,6 +501,7 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
     g_autofree int64_t *lat = g_new(int64_t, total);
     uint32_t nlat = 0, idle = 0, steps = 0;
     int64_t mark, stepped = 0;
+    bool timed = chpp_timing_on();
     double sum_lat = 0, p50;
     int64_t t0;
     int i;
@@ -551,8 +554,10 @@ ChppMeshResult chpp_mesh_run(ChppMesh *m, const ChppMeshLoad *l)
         }
         /* Leave the cores to the QEMUs: every poll is work for them too. */
         g_usleep(MESH_NAP_US);
-        if (++idle >= MESH_IDLE_ROUNDS) {
-            int64_t step = MIN(now_us() - mark, MESH_STEP_MAX_US);
+        if (++idle >= (timed ? 1 : MESH_IDLE_ROUNDS)) {
+            /* Timing mode: every packet waits for the model's time. */
+            int64_t step = timed ? MESH_TIMED_STEP_US :
+                           MIN(now_us() - mark, MESH_STEP_MAX_US);
 
             idle = 0;
             mark = now_us();
