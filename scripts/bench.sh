@@ -18,7 +18,8 @@
 #                                      16 nodes x 2, 4 VCs beside figure 18,
 #                                      the chardev link as baseline:
 #                                      --quick, --nodes N,N, --vcs V,V,
-#                                      --size, --loads P,P, --no-baseline
+#                                      --size, --loads P,P, --props P,
+#                                      --no-baseline, --chardev-only
 #   scripts/bench.sh --fabric-netns [dgram|tap] [args...]
 #                                      the same with every node in its own
 #                                      network namespace, joined by a bridge
