@@ -40,10 +40,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef MIN
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#endif
-
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define STAMP_SYMBOL "qemu_stamp" STR(CHPP_QEMU_STAMP)
@@ -85,13 +81,19 @@ static void running_version(char *buf, size_t size)
 {
     static const char key[] = "QEMU emulator version ";
     const char *hit = exe_find(key, sizeof(key) - 1);
+    int n;
 
     if (!hit) {
         snprintf(buf, size, "no QEMU version string in the executable");
         return;
     }
-    snprintf(buf, size, "%.*s",
-             (int)strnlen(hit, MIN(200, exe_map + exe_size - hit)), hit);
+    /* One line of at most 200 bytes (the string goes on with a newline). */
+    for (n = 0; n < 200 && hit + n < exe_map + exe_size; n++) {
+        if (hit[n] == '\0' || hit[n] == '\n') {
+            break;
+        }
+    }
+    snprintf(buf, size, "%.*s", n, hit);
 }
 
 static void refuse(const char *why, const char *found)
