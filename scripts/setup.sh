@@ -40,6 +40,11 @@ PACKAGES=(
     clang libclang-rt-14-dev llvm
     # timeout(1) etc.
     coreutils
+    # the device in Debian's unmodified QEMU (scripts/build-deb.sh, the
+    # 'stock' suite): the binary itself, and the headers of the features of
+    # Debian's configuration that the device's headers test (AioContext's
+    # io_uring member, QAPI enums under CONFIG_SPICE/CONFIG_ZSTD)
+    qemu-system-x86 libaio-dev liburing-dev libzstd-dev libspice-server-dev
     # the driver guests' RDMA user space (scripts/lib/initramfs.sh copies the
     # unmodified binaries and their libraries into the initramfs): verbs
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
