@@ -221,10 +221,28 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
         return false;
     }
     pcie_cap_flr_init(pdev);
-    if (!vf) {
-        chpp_sriov_init_pf(s);
+    return vf || chpp_sriov_init_pf(s, errp);
+}
+
+/*
+ * The link fails to come up: the PF takes its VFs back (QEMU 10.0 made
+ * them already) so that no VF outlives a PF that never existed.
+ */
+static bool chpp_link_realize_checked(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ERRP_GUARD();
+
+    chpp_link_realize(s, errp);
+    if (!*errp) {
+        return true;
     }
-    return true;
+    if (!pci_is_vf(pdev)) {
+        chpp_sriov_exit_pf(s);
+    }
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    return false;
 }
 
 static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
@@ -251,7 +269,9 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     s->srqs = g_new0(ChppSrq, s->params.num_srqs);
     chpp_cmd_init(s);
     chpp_engine_init(s);
-    chpp_link_realize(s, errp);
+    if (!chpp_link_realize_checked(s, errp)) {
+        return;
+    }
     chpp_hca_soft_reset(s);
     chpp_debug_register(s, true);
 }
@@ -506,10 +526,10 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
     pc->revision = CHPP_PCI_REVISION;
 
     dc->desc = "cHPP host channel adapter (RDMA NIC)";
-    dc->reset = chpp_hca_qdev_reset;
+    device_class_set_legacy_reset(dc, chpp_hca_qdev_reset);
     dc->vmsd = &vmstate_chpp_hca;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
-    device_class_set_props(dc, chpp_hca_props);
+    chpp_device_class_set_props(dc, chpp_hca_props);
     chpp_hca_prop_descs(oc);
 }
 

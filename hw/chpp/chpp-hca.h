@@ -10,8 +10,7 @@
 #include "hw/pci/pcie_sriov.h"
 #include "qom/object.h"
 #include "qemu/timer.h"
-#include "sysemu/dma.h"
-#include "sysemu/runstate.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chardev/char-fe.h"
 #include "hw/chpp/chpp-hca-abi.h"
 #include "hw/chpp/chpp-wire.h"
@@ -781,7 +780,7 @@ void chpp_sriov_defaults(ChppHcaState *s);
 const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
                                 uint32_t *val, uint32_t *max);
 void chpp_sriov_vf_params(ChppHcaState *s);
-void chpp_sriov_init_pf(ChppHcaState *s);
+bool chpp_sriov_init_pf(ChppHcaState *s, Error **errp);
 void chpp_sriov_exit_pf(ChppHcaState *s);
 void chpp_sriov_reset_pf(ChppHcaState *s);
 void chpp_sriov_vf_flr(ChppHcaState *s);
