@@ -36,6 +36,9 @@ case "${1:-}" in
 esac
 
 PKG=qemu-system-x86
+# Debian's compiler flags, as dpkg-buildpackage gets them in the source tree
+# (its -ffile-prefix-map names the working directory: one for every caller).
+buildflags() { (cd "$SRC" && dpkg-buildflags --get "$1"); }
 QEMU_BIN=/usr/bin/qemu-system-x86_64
 ARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 STOCK="$CHPP_BUILD/stock"
@@ -91,8 +94,8 @@ configure_args() {
     debian_features=$(cd "$SRC" && sh debian/extract-config-opts "linux-$(dpkg-architecture -qDEB_HOST_ARCH)" debian/control)
     printf '%s\n' \
         "--with-pkgversion=Debian $VERSION" \
-        "--extra-cflags=$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)" \
-        "--extra-ldflags=$(dpkg-buildflags --get LDFLAGS) -Wl,--as-needed" \
+        "--extra-cflags=$(buildflags CFLAGS) $(buildflags CPPFLAGS)" \
+        "--extra-ldflags=$(buildflags LDFLAGS) -Wl,--as-needed" \
         --prefix=/usr --sysconfdir=/etc "--libdir=/usr/lib/$ARCH" \
         --libexecdir=/usr/lib/qemu \
         --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
@@ -257,7 +260,7 @@ build_device() {
         printf 'rule cc\n  command = cd %s && %s%s -MD -MF $out.d -c $in -o $out\n' \
             "$BLD" "$cc" "$(printf '%q ' "${CFLAGS_DEVICE[@]}" | sed 's/\$/$$/g')"
         printf '  depfile = $out.d\n  deps = gcc\n'
-        printf 'rule so\n  command = gcc -shared %s -o $out $in\n' "$(dpkg-buildflags --get LDFLAGS)"
+        printf 'rule so\n  command = gcc -shared %s -o $out $in\n' "$(buildflags LDFLAGS)"
         for f in $(device_sources) "$OBJ/trace-hw_chpp.c"; do
             o="$OBJ/$(basename "$f" .c).o"
             objs+=("$o")
@@ -272,7 +275,7 @@ build_device() {
     mkdir -p "$ROOT/$LIBDIR/bin" "$ROOT/$LIBDIR/modules" "$ROOT/usr/bin"
     ninja -C "$OBJ" -j2 >"$OBJ/ninja.log" 2>&1 ||
         { cat "$OBJ/ninja.log" >&2; chpp_die "building chpp-hca.so failed"; }
-    gcc -shared -fPIC -O2 -Wall -Werror $(dpkg-buildflags --get CFLAGS) \
+    gcc -shared -fPIC -O2 -Wall -Werror $(buildflags CFLAGS) \
         "-DCHPP_QEMU_STAMP=$BIN_STAMP" "-DCHPP_QEMU_BUILD_ID=\"$BIN_BUILD_ID\"" \
         "-DCHPP_QEMU_PKGVERSION=\"$PKG $VERSION\"" "-DCHPP_QEMU_BINARY=\"$QEMU_BIN\"" \
         -o "$ROOT/$LIBDIR/chpp-hca-preload.so" "$CHPP_ROOT/stock/chpp-hca-preload.c" -ldl
