@@ -290,8 +290,8 @@ build_device() {
 build_package() {
     local count ver deb
     count=$(git -C "$CHPP_ROOT" rev-list --count HEAD 2>/dev/null || echo 0)
-    # qemu-system-x86's version in ours, with '-' and ':' made legal there.
-    ver="0.1.$count+qemu$(tr ':-' '..' <<<"$VERSION")"
+    # qemu-system-x86's version (without its epoch) in ours, '-' made legal.
+    ver="0.1.$count+qemu$(tr '-' '.' <<<"${VERSION#*:}")"
     mkdir -p "$ROOT/DEBIAN" "$ROOT/usr/share/doc/qemu-chpp-hca"
     cp "$CHPP_ROOT/docs/build.md" "$ROOT/usr/share/doc/qemu-chpp-hca/build.md"
     cat >"$ROOT/DEBIAN/control" <<EOF
