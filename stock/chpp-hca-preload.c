@@ -134,7 +134,8 @@ static void drop_from_preload(const char *self)
         free(out);
         return;
     }
-    for (tok = strtok_r(copy, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
+    for (tok = strtok_r(copy, ": ", &save); tok;
+         tok = strtok_r(NULL, ": ", &save)) {
         char *real = realpath(tok, NULL);
         int mine = real && strcmp(real, self) == 0;
 
@@ -187,7 +188,8 @@ static int main_build_id(struct dl_phdr_info *info, size_t size, void *data)
             desc = (const unsigned char *)p + sizeof(*nh) + namesz;
             if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
                 memcmp(p + sizeof(*nh), "GNU", 4) == 0 &&
-                nh->n_descsz <= 64 && (const char *)desc + nh->n_descsz <= end) {
+                nh->n_descsz <= 64 &&
+                (const char *)desc + nh->n_descsz <= end) {
                 for (j = 0; j < nh->n_descsz; j++) {
                     sprintf(id->hex + 2 * j, "%02x", desc[j]);
                 }
