@@ -211,15 +211,14 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
             return chpp_cmd_fail(s, CHPP_STAT_BAD_PARAM, "VF %u: %s %u "
                                  "(1..%u, the PF's own)", fn, bad, val, max);
         }
-        /* QEMU 10: the VFs exist, disabled, from the PF's realize on. */
-        if ((pcie_sriov_num_vfs(PCI_DEVICE(s)) || CHPP_VFS_LIVE_WITH_PF) &&
+        if (pcie_sriov_num_vfs(PCI_DEVICE(s)) &&
             (f->num_qps != in.num_qps || f->num_cqs != in.num_cqs ||
              f->num_eqs != in.num_eqs || f->num_mpts != in.num_mpts ||
              f->num_pds != in.num_pds || f->num_mtts != in.num_mtts ||
              f->msix_vectors != in.msix_vectors ||
              f->num_srqs != in.num_srqs)) {
             return chpp_cmd_fail(s, CHPP_STAT_RESOURCE_BUSY, "VF resources "
-                                 "change only while the VFs do not exist");
+                                 "change only while VFs are disabled");
         }
         f->num_qps = in.num_qps;
         f->num_cqs = in.num_cqs;

@@ -490,6 +490,8 @@ typedef struct ChppUpcalls {
     void (*link_changed)(ChppHcaState *s);
     /* chpp-hca-qp.c -> chpp-hca-engine.c: @qp left @old_state. */
     void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
+    /* chpp-hca-vmstate.c -> chpp-hca-pci.c: a load set VF Enable. */
+    void (*vfs_enabled)(ChppHcaState *pf);
 } ChppUpcalls;
 extern const ChppUpcalls chpp_upcalls;
 
@@ -540,6 +542,7 @@ void chpp_tx_dequeued(ChppHcaState *s);
 
 /* chpp-hca-pci.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
+void chpp_hca_vfs_enabled(ChppHcaState *pf);
 
 /*
  * chpp-hca-dma.c: every DMA and MSI-X message of the device.  DMA reaches

@@ -51,8 +51,12 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-core.h"
 
-/* sysemu/ became system/ (QEMU 9.0). */
+/*
+ * sysemu/ became system/ (QEMU 9.0); PCIDevice's definition left
+ * hw/pci/pci.h for hw/pci/pci_device.h (QEMU 8.0).
+ */
 #if CHPP_QEMU_10
+#include "hw/pci/pci_device.h"
 #include "system/dma.h"
 #include "system/runstate.h"
 #else
@@ -127,14 +131,5 @@ static inline void chpp_compat_sriov_pf_reset(PCIDevice *pdev)
     pcie_sriov_pf_disable_vfs(pdev);
 #endif
 }
-
-/*
- * Whether the VF devices exist only while VF Enable is set (7.2) or for
- * the PF's whole life (10.0), disabled in between.  A VF's tables and
- * MSI-X table are sized when it is realized, so with 10.0 its quotas are
- * those in force at the PF's realize, and SET_VF_RES cannot change them
- * (docs/build.md).
- */
-#define CHPP_VFS_LIVE_WITH_PF CHPP_QEMU_10
 
 #endif /* the device's part */
