@@ -29,6 +29,7 @@
 const ChppUpcalls chpp_upcalls = {
     .link_changed = chpp_port_link_changed,
     .qp_transition = chpp_engine_qp_transition,
+    .vfs_enabled = chpp_hca_vfs_enabled,
 };
 
 void chpp_hca_soft_reset(ChppHcaState *s)
@@ -180,12 +181,29 @@ static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
     return 0;
 }
 
+static bool chpp_hca_init_msix(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    unsigned i;
+
+    if (msix_init(pdev, s->params.msix_vectors,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_TABLE_OFFSET,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_PBA_OFFSET,
+                  CHPP_PCI_CAP_MSIX, errp) < 0) {
+        return false;
+    }
+    /* Every vector may carry an EQ, so all are in use for the device life. */
+    for (i = 0; i < s->params.msix_vectors; i++) {
+        msix_vector_use(pdev, i);
+    }
+    return true;
+}
+
 static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
     uint64_t uar_size = pow2ceil((uint64_t)s->params.uar_pages *
                                  CHPP_UAR_PAGE_SIZE);
-    unsigned i;
 
     bool vf = pci_is_vf(pdev);
 
@@ -218,25 +236,57 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
     if (!vf && chpp_add_pm_capability(pdev, errp) < 0) {
         return false;
     }
-    if (msix_init(pdev, s->params.msix_vectors,
-                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_TABLE_OFFSET,
-                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_PBA_OFFSET,
-                  CHPP_PCI_CAP_MSIX, errp) < 0) {
+    if (!chpp_hca_init_msix(s, errp)) {
         return false;
-    }
-    /* Every vector may carry an EQ, so all are in use for the device life. */
-    for (i = 0; i < s->params.msix_vectors; i++) {
-        msix_vector_use(pdev, i);
     }
     if (pcie_endpoint_cap_init(pdev, CHPP_PCI_CAP_EXP) < 0) {
         error_setg(errp, "chpp-hca: cannot add the PCIe capability");
         return false;
     }
     pcie_cap_flr_init(pdev);
-    if (!vf) {
-        chpp_sriov_init_pf(s);
+    return vf || chpp_sriov_init_pf(s, errp);
+}
+
+/*
+ * The link fails to come up: the PF takes its VFs back (QEMU 10.0 made
+ * them already) so that no VF outlives a PF that never existed.
+ */
+static bool chpp_link_realize_checked(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ERRP_GUARD();
+
+    if (chpp_link_realize(s, errp)) {
+        chpp_link_fabric_realize(s, errp);
     }
-    return true;
+    if (!*errp) {
+        return true;
+    }
+    chpp_link_capture_close(s);
+    if (!pci_is_vf(pdev)) {
+        chpp_sriov_exit_pf(s);
+    }
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    return false;
+}
+
+static void chpp_hca_alloc_tables(ChppHcaState *s)
+{
+    s->mpts = g_new0(ChppMpt, s->params.num_mpts);
+    s->mtt = g_new0(uint64_t, s->params.num_mtts);
+    s->cqs = g_new0(ChppCq, s->params.num_cqs);
+    s->qps = g_new0(ChppQp, s->params.num_qps);
+    s->srqs = g_new0(ChppSrq, s->params.num_srqs);
+}
+
+static void chpp_hca_free_tables(ChppHcaState *s)
+{
+    g_free(s->srqs);
+    g_free(s->qps);
+    g_free(s->cqs);
+    g_free(s->mtt);
+    g_free(s->mpts);
 }
 
 static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
@@ -258,15 +308,11 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
         }
         return;
     }
-    s->mpts = g_new0(ChppMpt, s->params.num_mpts);
-    s->mtt = g_new0(uint64_t, s->params.num_mtts);
-    s->cqs = g_new0(ChppCq, s->params.num_cqs);
-    s->qps = g_new0(ChppQp, s->params.num_qps);
-    s->srqs = g_new0(ChppSrq, s->params.num_srqs);
+    chpp_hca_alloc_tables(s);
     chpp_cmd_init(s);
     chpp_engine_init(s);
-    if (chpp_link_realize(s, errp)) {
-        chpp_link_fabric_realize(s, errp);
+    if (!chpp_link_realize_checked(s, errp)) {
+        return;
     }
     chpp_hca_soft_reset(s);
     chpp_debug_register(s, true);
@@ -311,20 +357,67 @@ static void chpp_hca_finalize(Object *obj)
     if (s->cmd_bh) {
         chpp_cmd_fini(s);
     }
-    g_free(s->srqs);
-    g_free(s->qps);
-    g_free(s->cqs);
-    g_free(s->mtt);
-    g_free(s->mpts);
+    chpp_hca_free_tables(s);
+}
+
+/*
+ * A VF that VF Enable brings up takes the quotas its PF holds now.  QEMU
+ * 10 realizes the VFs with their PF, with the quotas in force then; a
+ * SET_VF_RES since (VFs disabled) changed them.  The VF was reset with its
+ * PF and nothing of it is in use: its tables, QP timers and MSI-X table
+ * are made anew at the new sizes.  With QEMU 7.2 the VFs were just
+ * realized with these quotas, and nothing changes.
+ */
+static void chpp_hca_vf_refit(ChppHcaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ChppHcaParams old = s->params, now;
+
+    chpp_sriov_vf_params(s);
+    now = s->params;
+    if (now.num_qps == old.num_qps && now.num_cqs == old.num_cqs &&
+        now.num_eqs == old.num_eqs && now.num_mpts == old.num_mpts &&
+        now.num_pds == old.num_pds && now.num_mtts == old.num_mtts &&
+        now.msix_vectors == old.msix_vectors &&
+        now.num_srqs == old.num_srqs) {
+        return;
+    }
+    trace_chpp_hca_vf_refit(s->func, now.num_qps, now.msix_vectors);
+    s->params = old;
+    chpp_engine_stop(s);
+    chpp_engine_fini(s);
+    chpp_hca_free_tables(s);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    s->params = now;
+    /* The same capability at the same place, only smaller or larger. */
+    chpp_hca_init_msix(s, &error_abort);
+    chpp_hca_alloc_tables(s);
+    chpp_engine_init(s);
+    chpp_hca_soft_reset(s);
+}
+
+void chpp_hca_vfs_enabled(ChppHcaState *pf)
+{
+    PCIDevice *pdev = PCI_DEVICE(pf);
+    uint16_t i, n = pcie_sriov_num_vfs(pdev);
+
+    for (i = 0; i < n; i++) {
+        chpp_hca_vf_refit(CHPP_HCA(pcie_sriov_get_vf_at_index(pdev, i)));
+    }
 }
 
 static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
                                   uint32_t val, int len)
 {
     uint8_t *devctl = pdev->config + pdev->exp.exp_cap + PCI_EXP_DEVCTL;
+    bool vfs = !pci_is_vf(pdev) && pcie_sriov_num_vfs(pdev);
     bool flr;
 
     pci_default_write_config(pdev, addr, val, len);
+    if (!pci_is_vf(pdev) && !vfs && pcie_sriov_num_vfs(pdev)) {
+        chpp_hca_vfs_enabled(CHPP_HCA(pdev));
+    }
     flr = pci_get_word(devctl) & PCI_EXP_DEVCTL_BCR_FLR;
     pcie_cap_flr_write_config(pdev, addr, val, len);
     /* The PF learns that a VF was reset under it. */
@@ -550,10 +643,10 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
     pc->revision = CHPP_PCI_REVISION;
 
     dc->desc = "cHPP host channel adapter (RDMA NIC)";
-    dc->reset = chpp_hca_qdev_reset;
+    device_class_set_legacy_reset(dc, chpp_hca_qdev_reset);
     dc->vmsd = &vmstate_chpp_hca;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
-    device_class_set_props(dc, chpp_hca_props);
+    chpp_device_class_set_props(dc, chpp_hca_props);
     chpp_hca_prop_descs(oc);
 }
 

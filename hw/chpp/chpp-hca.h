@@ -10,8 +10,7 @@
 #include "hw/pci/pcie_sriov.h"
 #include "qom/object.h"
 #include "qemu/timer.h"
-#include "sysemu/dma.h"
-#include "sysemu/runstate.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chardev/char-fe.h"
 #include "net/net.h"
 #include "hw/chpp/chpp-hca-abi.h"
@@ -544,6 +543,8 @@ typedef struct ChppUpcalls {
     void (*link_changed)(ChppHcaState *s);
     /* chpp-hca-qp.c -> chpp-hca-engine.c: @qp left @old_state. */
     void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
+    /* chpp-hca-vmstate.c -> chpp-hca-pci.c: a load set VF Enable. */
+    void (*vfs_enabled)(ChppHcaState *pf);
 } ChppUpcalls;
 extern const ChppUpcalls chpp_upcalls;
 
@@ -600,6 +601,7 @@ void chpp_tx_dequeued(ChppHcaState *s);
 
 /* chpp-hca-pci.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
+void chpp_hca_vfs_enabled(ChppHcaState *pf);
 
 /*
  * chpp-hca-dma.c: every DMA and MSI-X message of the device.  DMA reaches
@@ -840,7 +842,7 @@ void chpp_sriov_defaults(ChppHcaState *s);
 const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
                                 uint32_t *val, uint32_t *max);
 void chpp_sriov_vf_params(ChppHcaState *s);
-void chpp_sriov_init_pf(ChppHcaState *s);
+bool chpp_sriov_init_pf(ChppHcaState *s, Error **errp);
 void chpp_sriov_exit_pf(ChppHcaState *s);
 void chpp_sriov_reset_pf(ChppHcaState *s);
 void chpp_sriov_vf_flr(ChppHcaState *s);

@@ -10,9 +10,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
-#include "qapi/qmp/qstring.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
