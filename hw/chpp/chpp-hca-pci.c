@@ -372,6 +372,8 @@ static void chpp_hca_vf_refit(ChppHcaState *s)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
     ChppHcaParams old = s->params, now;
+    uint8_t caps[PCI_CONFIG_SPACE_SIZE];
+    uint8_t off;
 
     chpp_sriov_vf_params(s);
     now = s->params;
@@ -383,6 +385,8 @@ static void chpp_hca_vf_refit(ChppHcaState *s)
         return;
     }
     trace_chpp_hca_vf_refit(s->func, now.num_qps, now.msix_vectors);
+    /* The list as it was: msix_init() puts MSI-X first (migration). */
+    memcpy(caps, pdev->config, sizeof(caps));
     s->params = old;
     chpp_engine_stop(s);
     chpp_engine_fini(s);
@@ -392,6 +396,11 @@ static void chpp_hca_vf_refit(ChppHcaState *s)
     s->params = now;
     /* The same capability at the same place, only smaller or larger. */
     chpp_hca_init_msix(s, &error_abort);
+    pdev->config[PCI_CAPABILITY_LIST] = caps[PCI_CAPABILITY_LIST];
+    for (off = caps[PCI_CAPABILITY_LIST]; off;
+         off = caps[off + PCI_CAP_LIST_NEXT]) {
+        pdev->config[off + PCI_CAP_LIST_NEXT] = caps[off + PCI_CAP_LIST_NEXT];
+    }
     chpp_hca_alloc_tables(s);
     chpp_engine_init(s);
     chpp_hca_soft_reset(s);

@@ -40,6 +40,13 @@
 #include "qapi/qmp/qstring.h"
 #endif
 
+/*
+ * qtest's clock_step: 7.2 answers a step of 0 with the virtual time; 10.0
+ * refuses any step that does not advance the clock.  A test reads the
+ * clock by stepping this much, and counts it.
+ */
+#define CHPP_QTEST_CLOCK_PROBE_NS (CHPP_QEMU_10 ? 1 : 0)
+
 #endif /* HW_CHPP_QEMU_COMPAT_H */
 
 /* The device's part, included by a device file or a fuzz target. */
@@ -87,10 +94,16 @@ static inline void device_class_set_legacy_reset(DeviceClass *dc,
 }
 #endif
 
-/* ARI: 10.0 dropped the Next Function Number argument (always 0 here). */
+/*
+ * ARI: 10.0 dropped the Next Function Number argument.  This device's is
+ * 0, as 7.2 wrote it; 10.0 takes 1 for machine types before 8.1 (its
+ * x-pcie-ari-nextfn-1 compat property, for the devices that had 1), which
+ * would make the config space of a 7.2 stream fail to load.
+ */
 static inline void chpp_compat_ari_init(PCIDevice *pdev, uint16_t offset)
 {
 #if CHPP_QEMU_10
+    pdev->cap_present &= ~QEMU_PCIE_ARI_NEXTFN_1;
     pcie_ari_init(pdev, offset);
 #else
     pcie_ari_init(pdev, offset, 0);
