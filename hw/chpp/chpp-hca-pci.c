@@ -59,6 +59,16 @@ static bool chpp_check_range(const char *name, uint64_t val, uint64_t min,
     return true;
 }
 
+/* Dest-Mod needs a power of two; the header's TC field holds VC 0..4. */
+static bool chpp_check_vcs(uint8_t vcs, Error **errp)
+{
+    if (vcs != 1 && vcs != 2 && vcs != 4) {
+        error_setg(errp, "chpp-hca: vcs=%u: data VCs are 1, 2 or 4", vcs);
+        return false;
+    }
+    return true;
+}
+
 static bool chpp_check_ring_size(uint32_t size, Error **errp)
 {
     if (!chpp_check_range("x-link-ring-size", size, CHPP_LINK_RING_MIN,
@@ -148,6 +158,7 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
            chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
                             CHPP_MAX_VFS, errp) &&
            chpp_check_ring_size(s->link.ring_size, errp) &&
+           chpp_check_vcs(p->data_vcs, errp) &&
            chpp_check_timing(&p->timing, errp);
 }
 
@@ -326,7 +337,14 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT8("sriov-max-vfs", ChppHcaState, params.sriov_max_vfs,
                       CHPP_MAX_VFS),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
+    DEFINE_PROP_UINT8("vcs", ChppHcaState, params.data_vcs, 1),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
+    DEFINE_PROP_NETDEV("netdev", ChppHcaState, link.nic_conf.peers),
+    DEFINE_PROP_UINT32("link-hello-ms", ChppHcaState, link.hello_ms, 500),
+    DEFINE_PROP_UINT32("link-peer-timeout-ms", ChppHcaState, link.lost_ms,
+                       3000),
+    DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
+                       CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
     DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
                        CHPP_LINK_RING_DEFAULT),
@@ -421,6 +439,18 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "chardev", "chardev (a socket) of the link to the "
                        "peer adapter; without one only this node is "
                        "reachable");
+    chpp_hca_prop_desc(oc, "vcs", "data virtual channels of the link (1, 2 "
+                       "or 4; node d's packets on VC d mod vcs), plus the "
+                       "GET VC; both ends must agree");
+    chpp_hca_prop_desc(oc, "netdev", "netdev of the link to the adapters "
+                       "of an Ethernet segment (docs/fabric.md); exclusive "
+                       "with chardev");
+    chpp_hca_prop_desc(oc, "link-hello-ms", "netdev link: HELLO broadcast "
+                       "period, ms (keepalive)");
+    chpp_hca_prop_desc(oc, "link-peer-timeout-ms", "netdev link: a peer "
+                       "silent this long is lost, ms (above link-hello-ms)");
+    chpp_hca_prop_desc(oc, "link-credits", "netdev link: frames granted per "
+                       "peer and VC (1..4096)");
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");

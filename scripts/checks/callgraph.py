@@ -41,7 +41,7 @@ LAYERS = [
     ["chpp-hca-cq.c", "chpp-hca-sriov.c"],
     # the link to the peer: its socket, the wire format, its protocol, the
     # port it makes, and the routing of frames to loopback or the link
-    ["chpp-hca-link-io.c"],
+    ["chpp-hca-link-io.c", "chpp-hca-link-eth.c"],
     ["chpp-hca-wire.c"],
     ["chpp-hca-link.c"],
     ["chpp-hca-port.c"],
