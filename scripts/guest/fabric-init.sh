@@ -51,6 +51,13 @@ barrier() {
     done
 }
 
+# The last barrier: this node's end stays up a little longer, for the
+# others still fetching its "alldone".
+alldone() {
+    barrier alldone "$1"
+    sleep 5
+}
+
 # Every other node answers on the control network (within SECS seconds).
 reach_all() {
     for m in $(others); do
@@ -99,8 +106,7 @@ fabric_verbs() {
     done
     say "all-to-all: $((NODES - 1)) QPs ran at once in $(awk "BEGIN{print $end - $start}") s"
     # Our end stays until every peer is done with its traffic to us.
-    barrier alldone 300
-    sleep 3
+    alldone 300
     for m in $(others); do echo teardown >"$CT/slot$m/ctl"; done
     rmmod chpp_test || fail "rmmod chpp_test"
     rmmod chpp_hca || fail "rmmod chpp_hca"
@@ -121,7 +127,7 @@ fabric_mpi() {
     if [ "$NODE" != 1 ]; then
         from_node 1 mpijob 900 || fail "no MPI job outcome from node 1"
         grep -q PASS /tmp/mpijob || fail "MPI job: node 1 says $(cat /tmp/mpijob)"
-        barrier alldone 120
+        alldone 120
         finish PASS "node $NODE: rank $((NODE - 1)) of the MPI job ran here; node 1 reports PASS"
     fi
     hosts=
@@ -144,15 +150,14 @@ fabric_mpi() {
         echo FAIL >/www/mpijob
         cat /tmp/mpi-fabric.log
         say "mpi job: FAIL mpirun exited with $rc"
-        barrier alldone 120
+        alldone 120
         fail "MPI job across $NODES guests"
     fi
     echo PASS >/www/mpijob
     say "mpi job: PASS $NODES ranks on $NODES guests, pml ucx on chpp0," \
         "$(sed -n 's/^chpp-mpi: PASS //p' /tmp/mpi-fabric.log) (allreduce, alltoall)" \
         "in $(awk "BEGIN{print $end - $start}") s"
-    barrier alldone 120
-    sleep 3
+    alldone 120
     finish PASS "node 1: MPI job across $NODES guests"
 }
 
