@@ -9,7 +9,8 @@
 #                                      --no-baseline
 #   scripts/bench.sh --link [args...]  the two-QEMU link benchmark
 #                                      chpp-hca-link-bench instead: --quick,
-#                                      --unix, --tcp, --size, --no-latency,
+#                                      --unix, --tcp, --eth (a netdev link,
+#                                      docs/fabric.md), --size, --no-latency,
 #                                      --no-throughput, --no-baseline
 #   scripts/bench.sh --verbs [args...] perftest between the two driver
 #                                      guests on chpp-hca and on soft-RoCE

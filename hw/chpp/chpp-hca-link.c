@@ -25,14 +25,9 @@
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
 #include "chpp-hca-link-eth.h"
+#include "chpp-hca-link-stream.h"
 #include "trace.h"
 
-#define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
-/*
- * Records are collected and written in one go by a bottom half, or at once
- * when this many bytes wait: one write per batch, not per frame.
- */
-#define CHPP_LINK_FLUSH_AT (256 * 1024)
 
 typedef struct ChppDelayed {
     int64_t when;
@@ -125,143 +120,6 @@ static uint8_t chpp_frame_u8(GByteArray *f, size_t field)
 #define chpp_frame_dst(f) \
     chpp_frame_u16(f, offsetof(struct chpp_wire_ext, dst_node))
 
-/* ---- writing ------------------------------------------------------------ */
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque);
-static void chpp_link_fd_writable(void *opaque);
-static void chpp_link_move(ChppHcaState *s);
-
-/* Records written per system call at most. */
-#define CHPP_LINK_IOV 64
-
-/* Bytes taken, 0 if the transport is full, -1 if it failed. */
-static ssize_t chpp_link_write(ChppLink *l)
-{
-    struct iovec iov[CHPP_LINK_IOV];
-    GList *it = l->outq->head;
-    GByteArray *rec = it->data;
-    int n;
-
-    if (!l->io) {
-        return qemu_chr_fe_write(&l->chr,
-                                 rec->data + CHPP_ETH_HDR_SIZE + l->out_off,
-                                 rec->len - CHPP_ETH_HDR_SIZE - l->out_off);
-    }
-    for (n = 0; it && n < CHPP_LINK_IOV; it = it->next, n++) {
-        size_t off = CHPP_ETH_HDR_SIZE + (n ? 0 : l->out_off);
-
-        rec = it->data;
-        iov[n].iov_base = rec->data + off;
-        iov[n].iov_len = rec->len - off;
-    }
-    return chpp_link_io_writev(l->io, iov, n);
-}
-
-/* Records left the device: forget them. */
-static void chpp_link_written(ChppLink *l, size_t n)
-{
-    while (n) {
-        GByteArray *rec = g_queue_peek_head(l->outq);
-        size_t left = rec->len - CHPP_ETH_HDR_SIZE - l->out_off;
-
-        if (n < left) {
-            l->out_off += n;
-            l->out_bytes -= n;
-            return;
-        }
-        g_queue_pop_head(l->outq);
-        g_byte_array_unref(rec);
-        l->out_off = 0;
-        l->out_bytes -= left;
-        n -= left;
-    }
-}
-
-static void chpp_link_out_drop(ChppLink *l)
-{
-    GByteArray *rec;
-
-    while ((rec = g_queue_pop_head(l->outq))) {
-        g_byte_array_unref(rec);
-    }
-    l->out_off = 0;
-    l->out_bytes = 0;
-}
-
-static void chpp_link_flush(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    while (!g_queue_is_empty(l->outq)) {
-        ssize_t n = chpp_link_write(l);
-
-        if (n < 0 && l->io) {
-            /* The reader thread sees the socket fail and cuts the link. */
-            chpp_link_out_drop(l);
-        }
-        if (n <= 0) {
-            break;
-        }
-        chpp_link_written(l, n);
-        /* Room in the write queue: what waited for it follows. */
-        chpp_link_move(s);
-    }
-    if (g_queue_is_empty(l->outq)) {
-        return;
-    }
-    if (l->io && !l->fd_watch) {
-        l->fd_watch = true;
-        chpp_link_io_want_write(l->io, chpp_link_fd_writable, s);
-    } else if (!l->io && !l->watch) {
-        l->watch = qemu_chr_fe_add_watch(&l->chr, G_IO_OUT | G_IO_HUP,
-                                         chpp_link_writable, s);
-    }
-}
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.watch = 0;
-    chpp_link_flush(s);
-    return G_SOURCE_REMOVE;
-}
-
-static void chpp_link_fd_writable(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.fd_watch = false;
-    chpp_link_io_want_write(s->link.io, NULL, NULL);
-    chpp_link_flush(s);
-}
-
-static void chpp_link_tx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.tx_kicked = false;
-    if (!s->link.fd_watch && !s->link.watch) {
-        chpp_link_flush(s);
-    }
-}
-
-/* Records were added: write them with the rest of this batch. */
-static void chpp_link_flush_later(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
-        chpp_link_flush(s);
-    } else if (!l->tx_kicked) {
-        /* Scheduling wakes the main loop each time: once per batch. */
-        l->tx_kicked = true;
-        qemu_bh_schedule(l->tx_bh);
-    }
-}
-
 /*
  * Send a record: @buf holds room for the Ethernet and record headers, then
  * the body.  A byte stream queues it (without the Ethernet header); on
@@ -292,8 +150,7 @@ static void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
         g_byte_array_unref(buf);
         return;
     }
-    g_queue_push_tail(l->outq, buf);
-    l->out_bytes += buf->len - CHPP_ETH_HDR_SIZE;
+    chpp_stream_push(s, buf);
 }
 
 static void chpp_link_put(ChppHcaState *s, uint32_t to, uint8_t type,
@@ -386,6 +243,17 @@ static void chpp_link_vc_unblock(ChppLink *l, uint8_t vc)
  * The head of @vc's queue waits for credits of its destination: the whole
  * channel waits.  A head-of-line stall if frames for others wait behind.
  */
+static void chpp_link_vc_hol(ChppLink *l, uint8_t vc, uint16_t node,
+                             GByteArray *behind)
+{
+    ChppVcStats *st = &l->vcs[vc];
+
+    if (st->blocked_since && !st->hol && chpp_frame_dst(behind) != node) {
+        st->hol = true;
+        st->hol_stalls++;
+    }
+}
+
 static void chpp_link_vc_block(ChppLink *l, uint8_t vc, uint16_t node)
 {
     ChppVcStats *st = &l->vcs[vc];
@@ -395,12 +263,10 @@ static void chpp_link_vc_block(ChppLink *l, uint8_t vc, uint16_t node)
         return;
     }
     st->blocked_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    st->hol = false;
     st->credit_stalls++;
     for (it = l->backlog[vc]->head; it; it = it->next) {
-        if (chpp_frame_dst(it->data) != node) {
-            st->hol_stalls++;
-            break;
-        }
+        chpp_link_vc_hol(l, vc, node, it->data);
     }
 }
 
@@ -477,6 +343,14 @@ static void chpp_link_move(ChppHcaState *s)
     chpp_link_rx_resume(s);
 }
 
+/* Records were queued: a stream writes them with the rest of the batch. */
+static void chpp_link_flush_later(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_flush_later(s);
+    }
+}
+
 static void chpp_link_pump(ChppHcaState *s)
 {
     chpp_link_move(s);
@@ -496,6 +370,9 @@ static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
     uint32_t len;
 
     g_queue_push_tail(l->backlog[vc], frame);
+    /* Queued behind a head that waits for another node's credits? */
+    chpp_link_vc_hol(l, vc, chpp_frame_dst(g_queue_peek_head(l->backlog[vc])),
+                     frame);
     len = g_queue_get_length(l->backlog[vc]);
     l->vcs[vc].backlog_max = MAX(l->vcs[vc].backlog_max, len);
     s->tx_queued++;
@@ -815,24 +692,7 @@ static void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
     };
 
     chpp_link_put(s, to, CHPP_LINK_HELLO, 0, &h, sizeof(h));
-    chpp_link_flush(s);
-}
-
-/* The connection is of no more use: cut it, parse nothing more of it. */
-static void chpp_link_cut_now(ChppHcaState *s, const char *why)
-{
-    trace_chpp_hca_err_link_cut(why);
-    s->link.rx_len = 0;
-    s->link.gen++;
-    qemu_chr_fe_disconnect(&s->link.chr);
-}
-
-/* Bytes that break the record protocol: there is no way to resync. */
-static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
-{
-    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_err_link_bad(why);
-    chpp_link_cut_now(s, "protocol error");
+    chpp_stream_flush(s);
 }
 
 /*
@@ -874,8 +734,8 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t to, uint32_t reason,
     }
     if (!s->link.eth) {
         chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
-        chpp_link_flush(s);
-        chpp_link_cut_now(s, "handshake refused");
+        chpp_stream_flush(s);
+        chpp_stream_cut(s, "handshake refused");
     } else if (to != s->params.node_id) {
         /* On a segment, a REFUSE to our own id would reach us alone. */
         chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
@@ -918,11 +778,11 @@ static void chpp_link_refused(ChppHcaState *s, const uint8_t *p,
     ChppPeer *peer = &s->link.peers[0];
 
     if (!peer->up) {
-        chpp_link_protocol_error(s, "REFUSE before HELLO");
+        chpp_stream_protocol_error(s, "REFUSE before HELLO");
         return;
     }
     chpp_link_log_refusal(s, peer->node, p, len);
-    chpp_link_cut_now(s, "the peer refused the link");
+    chpp_stream_cut(s, "the peer refused the link");
 }
 
 /*
@@ -968,7 +828,7 @@ static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
 
     /* One per connection: the peer's node id is what frames are held to. */
     if (l->peers[0].used) {
-        chpp_link_protocol_error(s, "HELLO after the handshake");
+        chpp_stream_protocol_error(s, "HELLO after the handshake");
         return;
     }
     memcpy(&h, p, MIN(len, sizeof(h)));
@@ -1097,7 +957,7 @@ void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
     if (l->eth) {
         chpp_link_peer_down(pf, p, "the peer guesses QP magics");
     } else {
-        chpp_link_cut_now(pf, "the peer guesses QP magics");
+        chpp_stream_cut(pf, "the peer guesses QP magics");
     }
 }
 
@@ -1117,18 +977,6 @@ void chpp_link_consumed(ChppHcaState *s, uint16_t from, uint8_t vc)
         chpp_link_give_credits(s, p, vc, false);
         chpp_link_flush_later(s);
     }
-}
-
-/* A record header that breaks the protocol cuts the connection. */
-static bool chpp_link_rec_ok(ChppHcaState *s, const struct chpp_link_rec *rec)
-{
-    if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
-        le32_to_cpu(rec->len) > CHPP_WIRE_FRAME_MAX ||
-        rec->vc >= chpp_num_vcs(s)) {
-        chpp_link_protocol_error(s, "bad record header");
-        return false;
-    }
-    return true;
 }
 
 /* One complete record, @len bytes at @p after its checked header. */
@@ -1158,7 +1006,7 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
         chpp_link_frame(s, peer, rec->vc, p, len);
         break;
     default:
-        chpp_link_protocol_error(s, "unknown record type");
+        chpp_stream_protocol_error(s, "unknown record type");
     }
 }
 
@@ -1394,94 +1242,6 @@ static void chpp_link_tick(void *opaque)
     timer_mod(l->tick, now + MIN(l->hello_ms, CHPP_LINK_PROBE_MS) * SCALE_MS);
 }
 
-/* The chardev path (TLS, telnet, ...): records reassembled in l->rx. */
-static int chpp_link_can_receive(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    /* With the reader thread, the chardev must not read the socket. */
-    return s->link.io ? 0 : CHPP_LINK_REC_MAX - s->link.rx_len;
-}
-
-static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    uint32_t gen = l->gen;
-    uint32_t off = 0;
-
-    size = MIN(size, (int)(CHPP_LINK_REC_MAX - l->rx_len));
-    memcpy(l->rx + l->rx_len, buf, size);
-    l->rx_len += size;
-
-    while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, l->rx + off, sizeof(rec));     /* may be unaligned */
-        len = le32_to_cpu(rec.len);
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        if (l->rx_len - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        off += sizeof(rec) + len;
-        chpp_link_record(s, &rec, l->rx + off - len, len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-    }
-    memmove(l->rx, l->rx + off, l->rx_len - off);
-    l->rx_len -= off;
-}
-
-/*
- * The reader thread delivered bytes: parse every complete record in the
- * ring, in place (a record wrapping around the ring's end is copied).
- */
-static void chpp_link_rx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    ChppLinkIo *io = l->io;
-    uint32_t gen = l->gen;
-    uint32_t avail, off = 0;
-    bool eof;
-
-    if (!io) {
-        return;                 /* stale: the connection is gone */
-    }
-    /* The thread sets EOF after its last bytes: read it first. */
-    eof = chpp_link_io_eof(io);
-    avail = chpp_link_io_avail(io);
-    while (avail - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, chpp_link_io_peek(io, off, sizeof(rec), l->rx),
-               sizeof(rec));
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        len = le32_to_cpu(rec.len);
-        if (avail - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        chpp_link_record(s, &rec, chpp_link_io_peek(io, off + sizeof(rec),
-                                                    len, l->rx), len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-        off += sizeof(rec) + len;
-    }
-    chpp_link_io_consume(io, off);
-    if (eof) {
-        trace_chpp_hca_link_event("end of stream");
-        qemu_chr_fe_disconnect(&l->chr);
-    }
-}
-
 /* Everything of the connection goes (a chardev connects or closes). */
 static void chpp_link_drop_queues(ChppHcaState *s)
 {
@@ -1496,59 +1256,39 @@ static void chpp_link_drop_queues(ChppHcaState *s)
         g_free(d);
     }
     timer_del(l->delay_timer);
-    chpp_link_out_drop(l);
+    chpp_stream_drop(s);
     l->rx_paused = false;
     l->outq_full = false;
-    if (l->watch) {
-        g_source_remove(l->watch);
-        l->watch = 0;
-    }
-    l->rx_len = 0;
 }
 
-/* A record the ring cannot hold whole would wait for room forever. */
-QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
-                  2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));
+/* ---- the stream's events ------------------------------------------------ */
 
-/* The connection changed: the reader thread of the old one goes. */
-static void chpp_link_io_detach(ChppHcaState *s)
+static void chpp_link_stream_room(ChppHcaState *s)
 {
-    ChppLink *l = &s->link;
-
-    chpp_link_io_stop(l->io);
-    l->io = NULL;
-    l->fd_watch = false;
-    l->gen++;
+    chpp_link_move(s);
 }
 
-static void chpp_link_event(void *opaque, QEMUChrEvent event)
+/* A connection opened or closed: nothing of the old one stays. */
+static void chpp_link_stream_reset(ChppHcaState *s, bool open)
 {
-    ChppHcaState *s = opaque;
-
-    switch (event) {
-    case CHR_EVENT_OPENED:
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        if (s->link.use_thread) {
-            s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size);
-        }
-        trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
-                                  "opened, chardev reads");
+    chpp_link_drop_queues(s);
+    if (!open) {
         chpp_link_update_up(s);
-        chpp_link_send_hello(s, 0, 0, 0);
-        break;
-    case CHR_EVENT_CLOSED:
-        trace_chpp_hca_link_event("closed");
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        chpp_link_update_up(s);
-        break;
-    default:
-        break;
     }
 }
+
+static void chpp_link_stream_opened(ChppHcaState *s)
+{
+    chpp_link_update_up(s);
+    chpp_link_send_hello(s, 0, 0, 0);
+}
+
+static const ChppStreamOps chpp_link_stream_ops = {
+    .record = chpp_link_record,
+    .room = chpp_link_stream_room,
+    .reset = chpp_link_stream_reset,
+    .opened = chpp_link_stream_opened,
+};
 
 /* ---- lifecycle and properties ---------------------------------------- */
 
@@ -1562,26 +1302,16 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
         s->link_rx[vc] = g_queue_new();
     }
     l->delayed = g_queue_new();
-    l->outq = g_queue_new();
-    l->rx = g_malloc(CHPP_LINK_REC_MAX);
     l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
-    l->rx_bh = qemu_bh_new_guarded(chpp_link_rx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
-    l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
     if (!l->rand_state) {
         l->rand_state = 0x9e3779b97f4a7c15ull;
     }
-    if (qemu_chr_fe_backend_connected(&l->chr)) {
-        if (l->nic_conf.peers.ncs[0]) {
-            error_setg(errp, "chpp-hca: chardev and netdev are exclusive: "
-                       "a link is a byte stream or an Ethernet segment");
-            return;
-        }
-        qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
-                                 chpp_link_receive, chpp_link_event, NULL, s,
-                                 NULL, true);
+    if (qemu_chr_fe_backend_connected(&l->chr) && l->nic_conf.peers.ncs[0]) {
+        error_setg(errp, "chpp-hca: chardev and netdev are exclusive: "
+                   "a link is a byte stream or an Ethernet segment");
+        return;
     }
+    chpp_stream_realize(s, &chpp_link_stream_ops);
     if (l->nic_conf.peers.ncs[0]) {
         if (!l->hello_ms || l->lost_ms <= l->hello_ms ||
             !l->eth_credits || l->eth_credits > 4096) {
@@ -1634,25 +1364,21 @@ void chpp_link_unrealize(ChppHcaState *s)
     if (s->func) {
         chpp_link_rx_discard(s);
     }
-    qemu_chr_fe_deinit(&l->chr, false);
-    chpp_link_io_detach(s);
     if (l->tick) {
         timer_free(l->tick);
         l->tick = NULL;
     }
     chpp_link_eth_free(l->eth);
     l->eth = NULL;
+    /* Synchronous: no chardev event runs before the stream goes too. */
     chpp_link_drop_queues(s);
+    chpp_stream_unrealize(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         g_queue_free(l->backlog[vc]);
         g_queue_free(s->link_rx[vc]);
     }
     g_queue_free(l->delayed);
-    g_queue_free(l->outq);
-    g_free(l->rx);
     timer_free(l->delay_timer);
-    qemu_bh_delete(l->rx_bh);
-    qemu_bh_delete(l->tx_bh);
 }
 
 /*

@@ -354,6 +354,7 @@ typedef struct ChppVcStats {
     uint64_t credit_stalls;     /* times its head waited for credits */
     uint64_t hol_stalls;        /* ... with frames for others behind it */
     int64_t blocked_since;      /* realtime ns; 0: not blocked */
+    bool hol;                   /* this stall counted as HOL already */
     uint64_t blocked_ns;        /* time its head waited, in all */
     uint32_t backlog_max;
 } ChppVcStats;
@@ -385,6 +386,7 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */

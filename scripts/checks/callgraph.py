@@ -43,6 +43,7 @@ LAYERS = [
     # port it makes, and the routing of frames to loopback or the link
     ["chpp-hca-link-io.c", "chpp-hca-link-eth.c"],
     ["chpp-hca-wire.c"],
+    ["chpp-hca-link-stream.c"],
     ["chpp-hca-link.c"],
     ["chpp-hca-port.c"],
     # the port's management agents (SMA, PMA) behind MAD_IFC

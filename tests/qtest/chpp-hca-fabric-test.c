@@ -780,19 +780,21 @@ static void hol(const char *vcs, bool shared)
     fab_connect(&f[0], &f[1], 14, 7);
     fab_connect(&f[0], &f[2], 14, 7);
     chpp_fill(f[0].n.d, f[0].buf, len, 7);
-    /* Both PUTs at once, node 2's first. */
+    /* Both PUTs at once (doorbells rung together), node 2's first. */
     use_qp(&f[0], 2);
     w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 1, 0);
     chpp_wqe_raddr(w, f[1].buf, f[1].key);
     chpp_wqe_sge(w, f[0].buf, len, f[0].key);
-    chpp_post_send(f[0].n.d, &f[0].n.qp, w, true);
+    chpp_post_send(f[0].n.d, &f[0].n.qp, w, false);
     keep_qp(&f[0], 2);
     use_qp(&f[0], 3);
     w = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, 2, 0);
     chpp_wqe_raddr(w, f[2].buf, f[2].key);
     chpp_wqe_sge(w, f[0].buf, len, f[0].key);
-    chpp_post_send(f[0].n.d, &f[0].n.qp, w, true);
+    chpp_post_send(f[0].n.d, &f[0].n.qp, w, false);
     keep_qp(&f[0], 3);
+    chpp_sq_db(f[0].n.d, UAR, 2, f[0].q[2].sq_pi);
+    chpp_sq_db(f[0].n.d, UAR, 3, f[0].q[3].sq_pi);
     {
         struct chpp_cqe cqe[2];
 
