@@ -312,8 +312,10 @@ qemu_cmd() {
             fi
             dev="$dev,chardev=lnk"
         else
+            # A peer silent for 3 s (the default) is dropped: on a loaded
+            # 2-core host a QEMU's main loop can stall that long.
             CMD+=(-netdev "socket,id=fab,mcast=$MC:$MCPORT,localaddr=127.0.0.1")
-            dev="$dev,netdev=fab"
+            dev="$dev,netdev=fab,link-peer-timeout-ms=20000"
         fi
         CMD+=(-device "$dev$DEVARGS"
               -netdev "socket,id=ctl,mcast=$MC:$((MCPORT + 1)),localaddr=127.0.0.1"
@@ -411,6 +413,7 @@ if [ "$SHELL_NODE" != 0 ]; then
 fi
 # The fabric's guests wait for each other: once one has ended without
 # passing, the others are stopped rather than left to their timeouts.
+STOPPER=
 while [ "${#QPID[@]}" -gt 0 ]; do
     rc=0 who=
     wait -n -p who "${QPID[@]}" || rc=$?
@@ -418,12 +421,16 @@ while [ "${#QPID[@]}" -gt 0 ]; do
         [ "${QPID[$n]}" = "$who" ] || continue
         RC[$n]=$rc
         unset "QPID[$n]"
-        if [ "$FABRIC" = 1 ] && ! grep -aq 'chpp-guest: RESULT PASS' "$LOG-node$n.log"; then
-            chpp_log "node $n ended without passing (status $rc): stopping the others"
-            for p in "${QPID[@]}"; do kill "$p" 2>/dev/null || true; done
+        if [ "$FABRIC" = 1 ] && [ -z "$STOPPER" ] && [ "${#QPID[@]}" -gt 0 ] &&
+                ! grep -aq 'chpp-guest: RESULT PASS' "$LOG-node$n.log"; then
+            chpp_log "node $n ended without passing (status $rc): stopping the others in 20 s"
+            # shellcheck disable=SC2086 # a list of PIDs
+            (sleep 20; kill ${QPID[*]} 2>/dev/null) &
+            STOPPER=$!
         fi
     done
 done
+[ -z "$STOPPER" ] || kill "$STOPPER" 2>/dev/null || true
 wait 2>/dev/null || true    # the progress pipelines end with their QEMU
 secs=$(echo "$(date +%s.%N) $start" | awk '{printf "%.1f", $1 - $2}')
 
