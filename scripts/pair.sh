@@ -164,6 +164,7 @@ MODE=pair
 [ "$FABRIC" = 1 ] && MODE=fabric
 MEM=512M
 [ "$NESTED" = 1 ] && MEM=1536M    # the nested guest's 256M are pinned by VFIO
+[ "$FABRIC" = 1 ] && [ "$MPI" = 1 ] && MEM=768M    # UCX's pools for every peer
 LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
 
 # --- the driver, built against the guest kernel ---------------------------------

@@ -148,7 +148,10 @@ fabric_mpi() {
     sed -n 's/^chpp-mpi: /mpi: /p' /tmp/mpi-fabric.log | while read -r l; do say "$l"; done
     if [ $rc != 0 ] || ! grep -q '^chpp-mpi: PASS' /tmp/mpi-fabric.log; then
         echo FAIL >/www/mpijob
+        echo "mpirun's output ($(wc -c </tmp/mpi-fabric.log) bytes):"
         cat /tmp/mpi-fabric.log
+        free
+        dmesg | tail -n 30
         say "mpi job: FAIL mpirun exited with $rc"
         alldone 120
         fail "MPI job across $NODES guests"
