@@ -284,6 +284,8 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
+	/* Line by line: a job that fails or is killed keeps what it printed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);

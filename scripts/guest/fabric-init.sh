@@ -15,7 +15,9 @@
 #                     pair: "chpp-guest: pair A->B: PASS|FAIL ..."
 #   chpp.stage=mpi    Open MPI (pml ucx on chpp0) with one rank per guest,
 #                     mpirun on node 1 (mpi-init.sh's remote shell):
-#                     chpp-mpi-test -c, a checked allreduce and all-to-all;
+#                     chpp-mpi-test -c -q, a checked allreduce and
+#                     all-to-all (-q: up to 64 Ki elements and 64 KiB per
+#                     pair: every frame of the segment reaches every QEMU);
 #                     node 1 says "chpp-guest: mpi job: PASS|FAIL ..."
 #
 # What the nodes exchange on the control network (pair-init.sh's /www):
@@ -142,7 +144,7 @@ fabric_mpi() {
         --mca pml ucx --mca pml_ucx_devices any --mca pml_ucx_tls any \
         --mca osc ucx --mca btl self --mca coll ^hcoll \
         -x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=chpp0:1 -x UCX_MODULE_DIR \
-        /bin/chpp-mpi-test -c >/tmp/mpi-fabric.log 2>&1
+        /bin/chpp-mpi-test -c -q >/tmp/mpi-fabric.log 2>&1
     rc=$?
     end=$(cut -d' ' -f1 /proc/uptime)
     sed -n 's/^chpp-mpi: /mpi: /p' /tmp/mpi-fabric.log | while read -r l; do say "$l"; done
