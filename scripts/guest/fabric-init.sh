@@ -19,13 +19,15 @@
 #                     all-to-all (-q: up to 64 Ki elements and 64 KiB per
 #                     pair: every frame of the segment reaches every QEMU);
 #                     node 1 says "chpp-guest: mpi job: PASS|FAIL ..."
+#   chpp.rctimeout=T  the MPI job's UCX_RC_TIMEOUT (default 100ms, UCX's own
+#                     1s: each frame the segment loses costs one timeout)
 #
 # What the nodes exchange on the control network (pair-init.sh's /www):
 # node A's "infoB" is its slot B ("lid= qpn= rkey= addr="), fetched by node
 # B; "ready" once all of A's slots are connected; "mpijob" (node 1) the MPI
 # job's outcome; "alldone" at the end, when A stops serving its end.
 
-NODES=$(chpp_arg nodes); STAGE=$(chpp_arg stage)
+NODES=$(chpp_arg nodes); STAGE=$(chpp_arg stage); MPI_RC_TIMEOUT=$(chpp_arg rctimeout)
 : "${NODES:=4}" "${STAGE:=verbs}"
 
 # The other nodes' ids.
@@ -144,6 +146,7 @@ fabric_mpi() {
         --mca pml ucx --mca pml_ucx_devices any --mca pml_ucx_tls any \
         --mca osc ucx --mca btl self --mca coll ^hcoll \
         -x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=chpp0:1 -x UCX_MODULE_DIR \
+        -x UCX_RC_TIMEOUT=${MPI_RC_TIMEOUT:-100ms} \
         /bin/chpp-mpi-test -c -q >/tmp/mpi-fabric.log 2>&1
     rc=$?
     end=$(cut -d' ' -f1 /proc/uptime)
