@@ -262,7 +262,9 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     s->srqs = g_new0(ChppSrq, s->params.num_srqs);
     chpp_cmd_init(s);
     chpp_engine_init(s);
-    chpp_link_realize(s, errp);
+    if (chpp_link_realize(s, errp)) {
+        chpp_link_fabric_realize(s, errp);
+    }
     chpp_hca_soft_reset(s);
     chpp_debug_register(s, true);
 }
@@ -283,6 +285,7 @@ static void chpp_hca_exit(PCIDevice *pdev)
     if (!pci_is_vf(pdev)) {
         chpp_sriov_exit_pf(s);
     }
+    chpp_link_fabric_unrealize(s);
     chpp_link_unrealize(s);
     chpp_engine_stop(s);
     chpp_cmd_reset(s);

@@ -845,8 +845,12 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                         uint64_t mailbox);
 ChppHcaState *chpp_arb_pick(ChppHcaState *pf);
 
-/* chpp-hca-link.c: the chardev link to a peer adapter. */
-void chpp_link_realize(ChppHcaState *s, Error **errp);
+/* chpp-hca-link-fabric.c: the link on an Ethernet segment (netdev). */
+void chpp_link_fabric_realize(ChppHcaState *s, Error **errp);
+void chpp_link_fabric_unrealize(ChppHcaState *s);
+
+/* chpp-hca-link.c: the link to peer adapters (chardev or netdev). */
+bool chpp_link_realize(ChppHcaState *s, Error **errp);
 void chpp_link_unrealize(ChppHcaState *s);
 void chpp_link_reset(ChppHcaState *s);
 void chpp_link_add_properties(Object *obj);

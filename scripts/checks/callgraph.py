@@ -45,6 +45,7 @@ LAYERS = [
     ["chpp-hca-wire.c"],
     ["chpp-hca-link-stream.c"],
     ["chpp-hca-link.c"],
+    ["chpp-hca-link-fabric.c"],
     ["chpp-hca-port.c"],
     # the port's management agents (SMA, PMA) behind MAD_IFC
     ["chpp-hca-mad.c"],

@@ -827,12 +827,48 @@ static void test_hol_dest_mod(void)
     hol(",vcs=2", false);
 }
 
+/*
+ * A whole grant lost on the wire: the receiver sees no gap (nothing
+ * arrives after the lost frames) and the sender has no credit left.  Only
+ * the credit probe gets the grant back; then RC retransmits the data.
+ */
+static void test_lost_grant_probe(void)
+{
+    Fab f[2];
+    QDict *rsp;
+
+    new_segment();
+    fab_start(&f[0], 1);
+    fab_start(&f[1], 2);
+    wait_all(f, 2);
+    fab_connect(&f[0], &f[1], 12, 7);
+    put_get(&f[0], &f[1], f, 2, 8192, 1);
+    g_assert_cmpint(peer_u64(&f[0], 2, "probes"), ==, 0);
+    rsp = qtest_qmp(f[0].n.d->qts, "{'execute': 'qom-set', 'arguments': "
+                    "{'path': %s, 'property': 'fault-drop-next', "
+                    "'value': %u}}", DEV_PATH, CHPP_LINK_ETH_CREDITS);
+    qobject_unref(rsp);
+    put_get(&f[0], &f[1], f, 2, 40000, 2);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_FAULT_DROPS), ==,
+                     CHPP_LINK_ETH_CREDITS);
+    g_assert_cmpint(peer_u64(&f[0], 2, "probes"), >, 0);
+    g_assert_cmpint(peer_u64(&f[1], 1, "lost"), >=, CHPP_LINK_ETH_CREDITS);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_RETRANSMITS), >, 0);
+    g_assert_cmpuint(chpp_counter(f[1].n.d, CHPP_CNT_LINK_CREDIT_ERRORS), ==,
+                     0);
+    /* The grant is whole: a full window goes through again. */
+    put_get(&f[0], &f[1], f, 2, 50000, 3);
+    fab_stop(f, 2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/chpp-hca/fabric/three-nodes", test_three_nodes);
     qtest_add_func("/chpp-hca/fabric/peer-restart", test_peer_restart);
     qtest_add_func("/chpp-hca/fabric/loss", test_loss);
+    qtest_add_func("/chpp-hca/fabric/lost-grant-probe",
+                   test_lost_grant_probe);
     qtest_add_func("/chpp-hca/fabric/hostile", test_hostile);
     qtest_add_func("/chpp-hca/fabric/vcs-dest-mod", test_vcs_dest_mod);
     qtest_add_func("/chpp-hca/fabric/vcs-mismatch", test_vcs_mismatch);

@@ -123,7 +123,7 @@ CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
 #define CHPP_LINK_VERSION_MINOR     1
 #define CHPP_LINK_CREDITS           256         /* frames per VC granted */
 /* Ethernet: frames per (peer, VC) granted by default (docs/fabric.md) */
-#define CHPP_LINK_ETH_CREDITS       32
+#define CHPP_LINK_ETH_CREDITS       16
 /* Ethernet: peers one device keeps state for (docs/fabric.md, "Limits") */
 #define CHPP_LINK_PEERS_MAX         64
 /*
