@@ -1486,9 +1486,13 @@ static void test_huge_message_bounded_memory(void)
     wqe_sge(w, 0x100000000ull, pages << 12, dkey);
     post_send(f, &f->a, w, true);
     expect_cqe(f, SCQ, 2, CHPP_CQE_OP_RDMA_READ, 0, pages << 12);
+    /*
+     * VmHWM is the larger of a lazily updated mark and the current RSS:
+     * memory given back with madvise() lowers it, so it may read less.
+     */
     after = qemu_peak_rss_kib(pid);
+    after = MAX(after, before);
     g_test_message("QEMU peak RSS grew by %" PRIu64 " KiB", after - before);
-    g_assert_cmpuint(after, >=, before);
     g_assert_cmpuint(after - before, <, 48 * 1024);
     fx_free(f);
 }
