@@ -45,6 +45,7 @@ COMMON_ARGS=(
     --without-default-features
     --enable-slirp
     --enable-fdt=system
+    --enable-virtfs
     --disable-docs
     --meson=/usr/bin/meson
 )

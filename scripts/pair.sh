@@ -38,10 +38,12 @@
 #                     the series), a release or an image path (default: the
 #                     default guest kernel, docs/guest-driver.md); the driver
 #                     is built for it and the initramfs gets its modules
-#   --share           the repository at /host in the guests (virtio-9p,
-#                     read-only): rebuild the driver on the host and reload
-#                     it in the running guests (docs/guest-driver.md, "The
-#                     developer's loop")
+#   --share           the developer's loop (docs/guest-driver.md): the
+#                     repository at /host in the guests (virtio-9p, read-only),
+#                     chpp_hca.ko loaded from /host/build/guest/kmod-KVER/;
+#                     the guests stay up (implies --notest --timeout 0) and
+#                     reload the driver whenever it is rebuilt on the host
+#                     (make -C guest-driver [KVER=...])
 #   --iommu           q35 with an emulated Intel IOMMU (interrupt remapping,
 #                     caching mode), the guest kernel with intel_iommu=on
 #                     iommu=pt, and the vfio modules in the initramfs
@@ -89,7 +91,7 @@ while [ $# -gt 0 ]; do
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
         --kernel) KSPEC=$2; shift ;;
-        --share) SHARE=1 ;;
+        --share) SHARE=1; NOTEST=1; TIMEOUT=0 ;;
         --kargs) KARGS=$2; shift ;;
         --device-args) DEVARGS="$DEVARGS,$2"; shift ;;
         --timing) TIMING=1 ;;
@@ -163,6 +165,8 @@ WANT=(ib_core ib_uverbs ib_umad virtio_pci virtio_net)
 # VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
 # the initramfs has no modprobe database).
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
+# --share: 9p over virtio
+[ "$SHARE" = 1 ] && WANT+=(9p 9pnet_virtio)
 STAGES=()
 [ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh mad-init.sh)
 [ "$MPI" = 1 ] && STAGES+=(mpi-init.sh)
@@ -248,6 +252,7 @@ qemu_cmd() {
     [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
+    [ "$SHARE" = 1 ] && append="$append chpp.share=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
     CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
@@ -279,6 +284,10 @@ qemu_cmd() {
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
     [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
+    # The checkout, read-only, as 9p tag "chpp" (pair-init.sh mounts /host).
+    [ "$SHARE" = 1 ] && CMD+=(
+        -fsdev "local,id=chpp,path=$CHPP_ROOT,security_model=none,readonly=on"
+        -device virtio-9p-pci,fsdev=chpp,mount_tag=chpp)
     [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb "$GDB_ADDR" -S)
     CMD+=("${EXTRA[@]}")
 }
