@@ -45,7 +45,7 @@ COMMON_ARGS=(
     --without-default-features
     --enable-slirp
     --enable-fdt=system
-    --enable-virtfs
+    --enable-virtfs --enable-cap-ng --enable-attr
     --disable-docs
     --meson=/usr/bin/meson
 )
