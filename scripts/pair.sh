@@ -248,7 +248,7 @@ qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
     # no_timer_check: the kernel's IO-APIC timer test can fail under TCG on
     # a busy host ("IO-APIC + timer doesn't work!", a panic at boot; seen
-    # with 6.12 at a load of 30 on 2 cores).
+    # with 6.1 and 6.12 at a load of 30 on 2 cores).
     append="console=ttyS0 quiet panic=-1 no_timer_check chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
     [ "$IOMMU" = 1 ] && append="$append intel_iommu=on iommu=pt"
     [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
