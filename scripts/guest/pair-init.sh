@@ -158,7 +158,7 @@ watch_driver() {
             continue
         fi
         if insmod "$ko" global_rkey_atomic=1 && wait_active 60; then
-            say "reloaded chpp_hca srcversion $(cat /sys/module/chpp_hca/srcversion): chpp0 port 1 $(port_state)"
+            say "reloaded chpp_hca ($(stat -L -c '%s bytes, %y' "$ko")): chpp0 port 1 $(port_state)"
             done=$((done + 1))
             [ "$done" = "$want" ] && finish PASS "driver reloaded $done time(s) from /host"
         else
@@ -170,7 +170,7 @@ watch_driver() {
 if [ "$NOTEST" = 1 ]; then
     load_driver
     if [ "$SHARE" = 1 ]; then
-        say "driver loaded srcversion $(cat /sys/module/chpp_hca/srcversion)"
+        say "driver loaded from /host ($(stat -L -c '%s bytes, %y' "$CHPP_MODDIR/chpp_hca.ko"))"
         if [ "$(chpp_arg shell)" = 1 ]; then
             watch_driver &
             chpp_end "the driver reloads when rebuilt on the host"
