@@ -24,6 +24,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { tail -n 30 "$OUT" >&2; chpp_log "FAIL: $*"; exit 1; }
 
+rm -f "$CONSOLE"     # no line of an earlier run may count
 "$CHPP_ROOT/scripts/pair.sh" --single --share --timeout 300 --kernel "$CHPP_KERNEL" \
     --kargs chpp.reloads=2 >"$OUT" 2>&1 &
 PAIR=$!
@@ -43,7 +44,6 @@ rebuild() {
     touch -d "@$(($(stat -c %Y "$KO") + 1))" "$KO.new"
     mv "$KO.new" "$KO"
 }
-sleep 2     # pair.sh truncates the console when it starts the guest
 wait_for 'chpp-guest: watching' 1 240 || fail "the guest never watched /host (no 9p mount or driver load)"
 grep -aq "chpp-guest: host checkout on /host; driver from /host/build/guest/kmod-$CHPP_KVER" "$CONSOLE" ||
     fail "the driver was not loaded from the share"
