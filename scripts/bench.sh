@@ -9,8 +9,21 @@
 #                                      --no-baseline
 #   scripts/bench.sh --link [args...]  the two-QEMU link benchmark
 #                                      chpp-hca-link-bench instead: --quick,
-#                                      --unix, --tcp, --size, --no-latency,
+#                                      --unix, --tcp, --eth (a netdev link,
+#                                      docs/fabric.md), --size, --no-latency,
 #                                      --no-throughput, --no-baseline
+#   scripts/bench.sh --fabric [args...] the fabric benchmark
+#                                      chpp-hca-fabric-bench: all-to-all
+#                                      PUTs at rising offered load on 4, 8,
+#                                      16 nodes x 2, 4 VCs beside figure 18,
+#                                      the chardev link as baseline:
+#                                      --quick, --nodes N,N, --vcs V,V,
+#                                      --size, --loads P,P, --props P,
+#                                      --no-baseline, --chardev-only
+#   scripts/bench.sh --fabric-netns [dgram|tap] [args...]
+#                                      the same with every node in its own
+#                                      network namespace, joined by a bridge
+#                                      (root; scripts/lib/bench-fabric-netns.sh)
 #   scripts/bench.sh --verbs [args...] perftest between the two driver
 #                                      guests on chpp-hca and on soft-RoCE
 #                                      (scripts/lib/bench-verbs.sh)
@@ -41,6 +54,11 @@ if [ "${1:-}" = --verbs ]; then
     shift
     exec "$CHPP_ROOT/scripts/lib/bench-verbs.sh" "$@"
 fi
+if [ "${1:-}" = --fabric-netns ]; then
+    shift
+    export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
+    exec "$CHPP_ROOT/scripts/lib/bench-fabric-netns.sh" "$@"
+fi
 if [ "${1:-}" = --timing-icount ]; then
     shift
     exec "$CHPP_ROOT/scripts/lib/bench-icount.sh" "$@"
@@ -50,6 +68,10 @@ args=("$@")
 timing_out=
 if [ "${1:-}" = --link ]; then
     prog=chpp-hca-link-bench
+    shift
+    args=("$@")
+elif [ "${1:-}" = --fabric ]; then
+    prog=chpp-hca-fabric-bench
     shift
     args=("$@")
 elif [ "${1:-}" = --timing ]; then

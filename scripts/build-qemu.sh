@@ -3,8 +3,13 @@
 # the hooks, configure QEMU once into build/qemu/, link Debian's firmware and
 # build qemu-system-x86_64 plus the chpp-hca qtests.
 #
-#   scripts/build-qemu.sh [--asan|--fuzz|--fuzz-cov] [NINJA-ARGS...]
+#   scripts/build-qemu.sh [--qemu 10] [--asan|--fuzz|--fuzz-cov] [NINJA-ARGS...]
 #
+#   --qemu 10  the same device and qtests joined to QEMU 10.0 (build/src/
+#            qemu-10.0.2, hooks scripts/lib/qemu10-hooks.patch) and built
+#            into build/qemu10/ (with --asan: build/qemu10-asan/, with
+#            --fuzz: build/qemu10-fuzz/); the API differences are in
+#            include/hw/chpp/chpp-qemu-compat.h
 #   --asan   clang + ASan/UBSan build of the same tree into build/qemu-asan/
 #            (default target: qemu-system-x86_64; the qtests of build/qemu/
 #            drive it, see scripts/qtest.sh --asan)
@@ -26,6 +31,24 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 SRC="$CHPP_QEMU_SRC"
+BLD="$CHPP_QEMU_BUILD"
+HOOKS="$CHPP_ROOT/scripts/lib/qemu-hooks.patch"
+# Copy of the hook patch as last applied to $SRC (lets us swap hook versions).
+HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
+QEMU_MAJOR=7
+if [ "${1:-}" = --qemu ]; then
+    case "${2:-}" in
+        7|7.2) ;;
+        10|10.0)
+            QEMU_MAJOR=10
+            SRC="$CHPP_QEMU10_SRC"
+            BLD="$CHPP_QEMU10_BUILD"
+            HOOKS="$CHPP_ROOT/scripts/lib/qemu10-hooks.patch"
+            HOOKS_APPLIED="$CHPP_BUILD/src/qemu10-hooks.applied" ;;
+        *) chpp_die "--qemu takes 7 or 10, not '${2:-}'" ;;
+    esac
+    shift 2
+fi
 VARIANT=normal
 case "${1:-}" in
     --asan) VARIANT=asan; shift ;;
@@ -33,11 +56,7 @@ case "${1:-}" in
     --fuzz-cov) VARIANT=fuzz-cov; shift ;;
     --tsan) VARIANT=tsan; shift ;;
 esac
-BLD="$CHPP_QEMU_BUILD"
-[ "$VARIANT" = normal ] || BLD="$CHPP_BUILD/qemu-$VARIANT"
-HOOKS="$CHPP_ROOT/scripts/lib/qemu-hooks.patch"
-# Copy of the hook patch as last applied to $SRC (lets us swap hook versions).
-HOOKS_APPLIED="$CHPP_BUILD/src/qemu-hooks.applied"
+[ "$VARIANT" = normal ] || BLD="$BLD-$VARIANT"
 
 # Keep in sync with docs/build.md.
 COMMON_ARGS=(
@@ -47,8 +66,17 @@ COMMON_ARGS=(
     --enable-fdt=system
     --enable-virtfs --enable-cap-ng --enable-attr
     --disable-docs
-    --meson=/usr/bin/meson
 )
+if [ "$QEMU_MAJOR" = 10 ]; then
+    # QEMU 10 wants meson >= 1.5, found by configure in this Python's
+    # packages (scripts/setup.sh); never downloaded.
+    [ -x "$CHPP_QEMU10_PYTHON" ] || chpp_die "no $CHPP_QEMU10_PYTHON; run scripts/setup.sh first"
+    # The "+ds" tarball has no firmware blobs to install (link_firmware).
+    COMMON_ARGS+=(--python="$CHPP_QEMU10_PYTHON" --disable-download
+                  --disable-install-blobs)
+else
+    COMMON_ARGS+=(--meson=/usr/bin/meson)
+fi
 CONFIGURE_ARGS=("${COMMON_ARGS[@]}" "--cc=ccache gcc")
 # The sanitizer variants: the same tree and options, built by clang.
 # UBSan reports are made fatal at compile time (as in QEMU's own CI), so a
@@ -82,7 +110,7 @@ case "$VARIANT" in
         DEFAULT_TARGETS=(qemu-system-x86_64) ;;
 esac
 
-[ -f "$SRC/VERSION" ] || chpp_die "no QEMU source in build/src/; run scripts/setup.sh first"
+[ -f "$SRC/VERSION" ] || chpp_die "no QEMU source in build/src/$(basename "$SRC"); run scripts/setup.sh first"
 
 # The device is present once hw/chpp/meson.build exists in the repository.
 have_device() { [ -f "$CHPP_ROOT/hw/chpp/meson.build" ]; }
@@ -165,16 +193,16 @@ unapply_hooks() {
     [ -f "$HOOKS_APPLIED" ] || return 0
     chpp_log "removing previously applied hooks"
     (cd "$SRC" && patch -p1 -R -s -f --no-backup-if-mismatch <"$HOOKS_APPLIED") ||
-        chpp_die "cannot remove old hooks; delete build/src/qemu-7.2+dfsg and rerun scripts/setup.sh"
+        chpp_die "cannot remove old hooks; delete build/src/$(basename "$SRC") and rerun scripts/setup.sh"
     rm -f "$HOOKS_APPLIED"
 }
 
 apply_hooks() {
     hooks_applied && return 0
     unapply_hooks
-    chpp_log "applying scripts/lib/qemu-hooks.patch"
+    chpp_log "applying scripts/lib/$(basename "$HOOKS")"
     (cd "$SRC" && patch -p1 -N -s -f --dry-run <"$HOOKS" >/dev/null) ||
-        chpp_die "scripts/lib/qemu-hooks.patch does not apply to build/src/qemu-7.2+dfsg"
+        chpp_die "scripts/lib/$(basename "$HOOKS") does not apply to build/src/$(basename "$SRC")"
     (cd "$SRC" && patch -p1 -N -s -f --no-backup-if-mismatch <"$HOOKS")
     cp "$HOOKS" "$HOOKS_APPLIED"
 }
@@ -218,6 +246,15 @@ link_firmware() {
 
 # --- (e) build -----------------------------------------------------------------------
 build() {
+    local t
+    # QEMU 10.0: only the emulator and the chpp qtests, not QEMU's own tests
+    # and tools (about a third of the steps).
+    if [ "$QEMU_MAJOR" = 10 ] && [ "$VARIANT" = normal ] && [ $# -eq 0 ]; then
+        DEFAULT_TARGETS=(qemu-system-x86_64)
+        for t in $(cat "$SRC/tests/qtest/chpp-hca-qtests.list"); do
+            DEFAULT_TARGETS+=("tests/qtest/$t")
+        done
+    fi
     [ $# -gt 0 ] || set -- "${DEFAULT_TARGETS[@]}"
     chpp_log "ninja -C build/$(basename "$BLD") $*"
     ninja -C "$BLD" "$@"

@@ -45,7 +45,7 @@ abi_xmacro_lines() {
         sed 's/^\([0-9]*\):.*/chpp-hca-abi.h:\1: ERROR: Macros with complex values/'
 }
 for f in hw/chpp/*.[ch] include/hw/chpp/*.h tests/qtest/chpp-hca*.[ch] \
-         tests/qtest/fuzz/chpp*.c tests/vfio/*.c; do
+         tests/qtest/fuzz/chpp*.c tests/vfio/*.c stock/*.c; do
     [ -f "$f" ] && check "$QEMU_CP" "$f"
 done
 for f in guest-driver/*.[ch] guest-driver/common/*.[ch] guest-driver/user/*.[ch] \

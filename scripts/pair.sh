@@ -56,13 +56,28 @@
 #                     and chpp-mpi-test (guest-driver/mpi/) in the initramfs,
 #                     MPI and UCX between the guests on chpp-hca, then on
 #                     soft-RoCE (docs/middleware.md; use --timeout 900)
+#   --fabric          N guests (--nodes, default 4) on the fabric instead of
+#                     the pair: each chpp-hca (node ids 1..N) a NIC on one
+#                     shared Ethernet segment (netdev=, a QEMU socket
+#                     netdev on a multicast group of the loopback), the
+#                     control network (10.0.2.N) on another; then --stage
+#                     (scripts/guest/fabric-init.sh; docs/fabric-guests.md)
+#   --nodes N         with --fabric: N guests (2 to 15)
+#   --stage S         with --fabric: verbs (default): all-to-all kernel
+#                     verbs, an RC QP from every guest to every other one,
+#                     bytes checked; mpi: Open MPI (pml ucx) with one rank
+#                     per guest, a checked allreduce and all-to-all
+#                     (use --timeout 900)
+#   --link L          with --fabric: netdev (default) or chardev (2 guests
+#                     only: the point-to-point link, for comparison)
 #   --nested          as --vfio, but the two VFs go to a nested guest: the
 #                     first guest runs this QEMU (with its libraries and
 #                     firmware) under TCG with -device vfio-pci for each VF,
 #                     booting the same kernel and chpp_hca (scripts/nested.sh;
 #                     slow: tens of minutes)
 #
-# Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log). Monitors (HMP, e.g. for fault
+# Consoles: build/guest/pair-node1.log, pair-node2.log (single-node1.log,
+# fabric-nodeN.log). Monitors (HMP, e.g. for fault
 # injection with qom-set /machine/peripheral/hca0 fault-cut true):
 # <run dir>/mon1.sock, mon2.sock (printed at start). Exit status 0 only when
 # every guest reports "chpp-guest: RESULT PASS".
@@ -72,6 +87,7 @@ set -euo pipefail
 
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1 MPI=0
+FABRIC=0 NNODES=4 STAGE=verbs LINK=netdev
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS="" KSPEC="" SHARE=0
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -82,6 +98,10 @@ while [ $# -gt 0 ]; do
         --vfio) VFIO=1; IOMMU=1; SINGLE=1 ;;
         --nested) NESTED=1; VFIO=1; IOMMU=1; SINGLE=1 ;;
         --mpi) MPI=1 ;;
+        --fabric) FABRIC=1 ;;
+        --nodes) NNODES=$2; shift ;;
+        --stage) STAGE=$2; shift ;;
+        --link) LINK=$2; shift ;;
         --loops) LOOPS=$2; shift ;;
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
@@ -127,20 +147,33 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if [ "$FABRIC" = 1 ]; then
+    [ "$SINGLE" = 0 ] && [ "$CUT" = 0 ] && [ "$MPI" = 0 ] ||
+        chpp_die "--fabric runs its own stages (--stage), not --single, --vfio, --nested, --cut, --mpi"
+    case "$NNODES" in [2-9]|1[0-5]) ;; *) chpp_die "--nodes: 2 to 15 guests" ;; esac
+    case "$STAGE" in verbs) ;; mpi) MPI=1 ;; *) chpp_die "--stage: verbs or mpi" ;; esac
+    case "$LINK" in netdev) ;; chardev) [ "$NNODES" = 2 ] || chpp_die "--link chardev joins 2 guests only" ;;
+        *) chpp_die "--link: netdev or chardev" ;; esac
+    KARGS="${KARGS:+$KARGS }chpp.nodes=$NNODES chpp.stage=$STAGE"
+fi
+
 # The MPI stage: --mpi or chpp.only=mpi in --kargs (Open MPI goes into the
 # initramfs only then: some 25 MiB more to unpack in every boot).
 case " $KARGS " in *" chpp.only=mpi "*) MPI=1 ;; esac
 if [ "$MPI" = 1 ]; then
     [ "$SINGLE" = 0 ] || chpp_die "--mpi needs the pair (not --single, --vfio, --nested)"
-    case " $KARGS " in *" chpp.only=mpi "*) ;; *) KARGS="${KARGS:+$KARGS }chpp.only=mpi" ;; esac
+    [ "$FABRIC" = 1 ] ||
+        case " $KARGS " in *" chpp.only=mpi "*) ;; *) KARGS="${KARGS:+$KARGS }chpp.only=mpi" ;; esac
 fi
 
 MODE=pair
 [ "$SINGLE" = 1 ] && MODE=single
 [ "$VFIO" = 1 ] && MODE=vfio
 [ "$NESTED" = 1 ] && MODE=nested
+[ "$FABRIC" = 1 ] && MODE=fabric
 MEM=512M
 [ "$NESTED" = 1 ] && MEM=1536M    # the nested guest's 256M are pinned by VFIO
+[ "$FABRIC" = 1 ] && [ "$MPI" = 1 ] && MEM=768M    # UCX's pools for every peer
 LOG="$GUEST/$MODE"     # consoles: build/guest/pair-node1.log ...
 
 # --- the driver, built against the guest kernel ---------------------------------
@@ -171,6 +204,7 @@ STAGES=()
 [ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh mad-init.sh)
 [ "$MPI" = 1 ] && STAGES+=(mpi-init.sh)
 [ "$VFIO" = 1 ] && STAGES+=(vfio-init.sh)
+[ "$FABRIC" = 1 ] && STAGES+=(fabric-init.sh)
 [ "$NESTED" = 1 ] && STAGES+=(nested-l1.sh)
 
 INITRD="$RUN/initramfs.cpio.gz"
@@ -244,14 +278,23 @@ chpp_log "initramfs: busybox + $ORDER + chpp_hca chpp_test + chpp-uverbs-test"
 # --- the guests ---------------------------------------------------------------------
 NODES=(1 2)
 [ "$SINGLE" = 1 ] && NODES=(1)
+[ "$FABRIC" = 1 ] && mapfile -t NODES < <(seq 1 "$NNODES")
+# The fabric's two segments: multicast groups on the loopback (a QEMU socket
+# netdev each; every frame reaches every guest), group and port from this
+# run's PID so that concurrent runs stay apart.
+MC="239.255.$(($$ % 250 + 1)).$(($$ / 250 % 250 + 1))"
+MCPORT=$((20000 + $$ % 20000 * 2))
 qemu_cmd() {
     local n=$1 peer=$((3 - $1)) append
-    # no_timer_check: the kernel's IO-APIC timer test can fail under TCG on
-    # a busy host ("IO-APIC + timer doesn't work!", a panic at boot; seen
-    # with 6.1 and 6.12 at a load of 30 on 2 cores).
+    # no_timer_check: on a loaded host a TCG guest can fail the kernel's
+    # check of the IO-APIC timer and panic ("IO-APIC + timer doesn't work").
     append="console=ttyS0 quiet panic=-1 no_timer_check chpp.node=$n chpp.mode=$MODE chpp.loops=$LOOPS"
     [ "$IOMMU" = 1 ] && append="$append intel_iommu=on iommu=pt"
-    [ "$SINGLE" = 1 ] || append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
+    if [ "$FABRIC" = 1 ]; then
+        append="$append chpp.ip=10.0.2.$n"
+    elif [ "$SINGLE" = 0 ]; then
+        append="$append chpp.ip=10.0.2.$n chpp.peer=10.0.2.$peer"
+    fi
     [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
@@ -269,7 +312,26 @@ qemu_cmd() {
         CMD+=(-device intel-iommu,intremap=on,caching-mode=on)
     fi
     CMD+=(-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1)
-    if [ "$SINGLE" = 1 ]; then
+    if [ "$FABRIC" = 1 ]; then
+        # The QPs and MTTs of the pair, plus one kernel-verbs QP per peer.
+        local dev="chpp-hca,bus=rp0,id=hca0,node-id=$n,num-qps=32,num-mtts=262144"
+        if [ "$LINK" = chardev ]; then
+            if [ "$n" = 1 ]; then
+                CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,server=on,wait=off")
+            else
+                CMD+=(-chardev "socket,id=lnk,path=$RUN/link.sock,reconnect=1")
+            fi
+            dev="$dev,chardev=lnk"
+        else
+            # A peer silent for 3 s (the default) is dropped: on a loaded
+            # 2-core host a QEMU's main loop can stall that long.
+            CMD+=(-netdev "socket,id=fab,mcast=$MC:$MCPORT,localaddr=127.0.0.1")
+            dev="$dev,netdev=fab,link-peer-timeout-ms=20000"
+        fi
+        CMD+=(-device "$dev$DEVARGS"
+              -netdev "socket,id=ctl,mcast=$MC:$((MCPORT + 1)),localaddr=127.0.0.1"
+              -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:$(printf %02x "$n")")
+    elif [ "$SINGLE" = 1 ]; then
         # 16 QPs: QPs 0 and 1 are ib_core's QP0 and QP1 (MADs).
         CMD+=(-device "chpp-hca,bus=rp0,id=hca0,node-id=$n,num-qps=16$DEVARGS")
     else
@@ -295,7 +357,7 @@ qemu_cmd() {
     CMD+=("${EXTRA[@]}")
 }
 
-chpp_log "run dir $RUN (monitors mon1.sock, mon2.sock); consoles build/guest/$MODE-node{1,2}.log"
+chpp_log "run dir $RUN (monitors mon1.sock ...); consoles build/guest/$MODE-node{$(IFS=,; echo "${NODES[*]}")}.log"
 start=$(date +%s.%N)
 TO=()
 [ "$TIMEOUT" != 0 ] && [ "$SHELL_NODE" = 0 ] && TO=(timeout --kill-after=5 "$TIMEOUT")
@@ -364,12 +426,26 @@ if [ "$SHELL_NODE" != 0 ]; then
     "${CMD[@]}" 2>&1 | tee "$LOG-node$SHELL_NODE.log" || true
     RC[$SHELL_NODE]=0
 fi
-for n in "${!QPID[@]}"; do
-    rc=0
-    wait "${QPID[$n]}" || rc=$?
-    RC[$n]=$rc
-    unset "QPID[$n]"
+# The fabric's guests wait for each other: once one has ended without
+# passing, the others are stopped rather than left to their timeouts.
+STOPPER=
+while [ "${#QPID[@]}" -gt 0 ]; do
+    rc=0 who=
+    wait -n -p who "${QPID[@]}" || rc=$?
+    for n in "${!QPID[@]}"; do
+        [ "${QPID[$n]}" = "$who" ] || continue
+        RC[$n]=$rc
+        unset "QPID[$n]"
+        if [ "$FABRIC" = 1 ] && [ -z "$STOPPER" ] && [ "${#QPID[@]}" -gt 0 ] &&
+                ! grep -aq 'chpp-guest: RESULT PASS' "$LOG-node$n.log"; then
+            chpp_log "node $n ended without passing (status $rc): stopping the others in 20 s"
+            # shellcheck disable=SC2086 # a list of PIDs
+            (sleep 20; kill ${QPID[*]} 2>/dev/null) &
+            STOPPER=$!
+        fi
+    done
 done
+[ -z "$STOPPER" ] || kill "$STOPPER" 2>/dev/null || true
 wait 2>/dev/null || true    # the progress pipelines end with their QEMU
 secs=$(echo "$(date +%s.%N) $start" | awk '{printf "%.1f", $1 - $2}')
 
@@ -382,6 +458,20 @@ for n in "${NODES[@]}"; do
     case "$res" in *"RESULT PASS"*) ;; *) ok=0 ;; esac
     [ "$rc" = 0 ] || ok=0
 done
+# The fabric's result lines, one for each ordered pair of guests (kernel
+# verbs: "chpp-guest: pair A->B: PASS|FAIL ...") or the MPI job's.
+if [ "$FABRIC" = 1 ]; then
+    want=$((${#NODES[@]} * (${#NODES[@]} - 1))) got=0
+    [ "$STAGE" = mpi ] && want=1
+    for n in "${NODES[@]}"; do
+        while read -r l; do
+            chpp_log "node $n: $l"
+            case "$l" in *": PASS"*) got=$((got + 1)) ;; esac
+        done < <(tr -d '\r' <"$LOG-node$n.log" | sed -n 's/^chpp-guest: \(pair [0-9]*->[0-9]*: .*\|mpi job: .*\)/\1/p')
+    done
+    chpp_log "fabric: $got of $want $([ "$STAGE" = mpi ] && echo "MPI jobs" || echo "guest pairs") passed"
+    [ "$got" = "$want" ] || ok=0
+fi
 chpp_log "finished in ${secs}s"
 [ "$ok" = 1 ] || chpp_die "FAILED (see build/guest/$MODE-node*.log)"
 chpp_log "PASS"

@@ -10,6 +10,8 @@
 #                                                  # ASan+UBSan (build/qemu-asan)
 #   scripts/qtest.sh --tsan chpp-hca-link-test     # QEMU built with TSan
 #                                                  # (build/qemu-tsan)
+#   scripts/qtest.sh --qemu10 chpp-hca-test        # the test as built into
+#                                                  # QEMU 10.0 (build/qemu10)
 #
 # With --asan the test executable is still the one of build/qemu/ (it is only
 # the driver); the QEMU it starts is build/qemu-asan/qemu-system-x86_64, and
@@ -22,12 +24,18 @@ set -euo pipefail
 
 asan=0
 tsan=0
+QBUILD="$CHPP_QEMU_BUILD" QSRC="$CHPP_QEMU_SRC"
+if [ "${1:-}" = --qemu10 ]; then
+    QBUILD="$CHPP_QEMU10_BUILD" QSRC="$CHPP_QEMU10_SRC"
+    shift
+    case "${1:-}" in --asan|--tsan) chpp_die "QEMU 10.0 has no sanitizer build here (docs/build.md)" ;; esac
+fi
 if [ "${1:-}" = --asan ]; then asan=1; shift; fi
 if [ "${1:-}" = --tsan ]; then tsan=1; shift; fi
-[ $# -ge 1 ] || chpp_die "usage: $0 [--asan|--tsan] QTEST-NAME [glib test args...]"
+[ $# -ge 1 ] || chpp_die "usage: $0 [--qemu10] [--asan|--tsan] QTEST-NAME [glib test args...]"
 name=$1; shift
-exe="$CHPP_QEMU_BUILD/tests/qtest/$name"
-[ -x "$exe" ] || chpp_die "no qtest executable build/qemu/tests/qtest/$name (did scripts/build-qemu.sh succeed?)"
+exe="$QBUILD/tests/qtest/$name"
+[ -x "$exe" ] || chpp_die "no qtest executable build/$(basename "$QBUILD")/tests/qtest/$name (did scripts/build-qemu.sh succeed?)"
 
 if [ "$asan" = 1 ]; then
     bin="$CHPP_BUILD/qemu-asan/qemu-system-x86_64"
@@ -51,11 +59,11 @@ if [ "$tsan" = 1 ]; then
     # fails on any that has a device frame.
     export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:exitcode=0:second_deadlock_stack=1}"
 fi
-export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$CHPP_QEMU_BIN}"
+export QTEST_QEMU_BINARY="${QTEST_QEMU_BINARY:-$QBUILD/qemu-system-x86_64}"
 # The repository's root: chpp-hca-compat-test reads its committed migration
 # streams from tests/qtest/data/ there.
 export CHPP_SOURCE_ROOT="$CHPP_ROOT"
-export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$CHPP_QEMU_SRC/tests/dbus-vmstate-daemon.sh}"
+export G_TEST_DBUS_DAEMON="${G_TEST_DBUS_DAEMON:-$QSRC/tests/dbus-vmstate-daemon.sh}"
 # Run from the QEMU build directory, as QEMU's own qtests do.
-cd "$CHPP_QEMU_BUILD"
+cd "$QBUILD"
 exec "$exe" "$@"

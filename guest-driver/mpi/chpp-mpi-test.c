@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * chpp-mpi-test: MPI between the two paired guests (scripts/guest/mpi-init.sh),
- * one rank per guest, over whatever the PML gives (pml ucx on rc_verbs of
- * chpp-hca or of soft-RoCE). Every transfer is checked:
+ * chpp-mpi-test: MPI between the paired guests (scripts/guest/mpi-init.sh) or
+ * the guests on the fabric (-c, scripts/guest/fabric-init.sh), one rank per
+ * guest, over whatever the PML gives (pml ucx on rc_verbs of chpp-hca or of
+ * soft-RoCE). Every transfer is checked:
  *
  *   latency    ping-pong of 1 B .. 1 MiB, half the round trip in usec; each
  *              message carries a pattern of (size, iteration, rank) that the
@@ -14,11 +15,16 @@
  *              double (integers, so exact), MPI_MAX and MPI_MIN of int32, and
  *              MPI_BXOR; every rank compares every element with its own
  *              computation of the result
+ *   alltoall   (-c) MPI_Alltoall of 1 B .. 256 KiB per pair: the block from
+ *              rank s to rank r carries a pattern of (size, iteration, s, r)
+ *              that r checks byte for byte
  *
  * Prints "chpp-mpi: ..." lines (rank 0) and "chpp-mpi: PASS <n> checks";
  * exits non-zero on any wrong byte or value, on any rank.
  *
  *   chpp-mpi-test [-n ITERS] [-q]   (-q: fewer sizes, for a quick run)
+ *   chpp-mpi-test -c [-q]           any number of ranks: the collectives
+ *                                   only (allreduce, alltoall)
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -231,35 +237,76 @@ static void run_allreduce(int quick)
 	}
 }
 
+static void run_alltoall(int quick)
+{
+	static const size_t sizes[] = { 1, 64, 4096, 65536, 262144 };
+	int nsz = quick ? 4 : 5, reps = 3;
+
+	for (int s = 0; s < nsz; s++) {
+		size_t sz = sizes[s], all = sz * (size_t)nranks;
+		unsigned char *sb = malloc(all), *rb = malloc(all);
+		double t0 = 0, us;
+
+		for (int it = -1; it < reps; it++) {    /* 1 warm-up */
+			unsigned int u = (unsigned int)(it + 1);
+
+			if (it == 0)
+				t0 = MPI_Wtime();
+			for (int r = 0; r < nranks; r++)
+				fill(sb + r * sz, sz, u, rank * 64 + r);
+			memset(rb, 0, all);
+			MPI_Alltoall(sb, (int)sz, MPI_BYTE, rb, (int)sz, MPI_BYTE, MPI_COMM_WORLD);
+			for (int r = 0; r < nranks; r++)
+				check(rb + r * sz, sz, u, r * 64 + rank, "alltoall block");
+		}
+		us = (MPI_Wtime() - t0) * 1e6 / reps;
+		if (rank == 0)
+			printf("chpp-mpi: alltoall %zu B per pair x%d ranks: %.1f usec each, all blocks checked\n",
+			       sz, nranks, us);
+		free(sb);
+		free(rb);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	int base = 1000, quick = 0, o, len, any_bad = 0;
+	int base = 1000, quick = 0, coll = 0, o, len, any_bad = 0;
 	long all_checks = 0;
 	char ver[MPI_MAX_LIBRARY_VERSION_STRING];
 
-	while ((o = getopt(argc, argv, "n:q")) != -1) {
+	while ((o = getopt(argc, argv, "n:qc")) != -1) {
 		if (o == 'n')
 			base = atoi(optarg);
+		else if (o == 'c')
+			coll = 1;
 		else if (o == 'q')
 			quick = 1;
 		else
 			return 2;
 	}
+	/* Line by line: a job that fails or is killed keeps what it printed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	if (nranks != 2) {
+	if (coll ? nranks < 2 || nranks > 64 : nranks != 2) {
 		if (rank == 0)
-			fprintf(stderr, "chpp-mpi: needs 2 ranks, has %d\n", nranks);
+			fprintf(stderr, "chpp-mpi: needs %s ranks, has %d\n",
+				coll ? "2 to 64" : "2", nranks);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	MPI_Get_library_version(ver, &len);
 	if (rank == 0)
 		printf("chpp-mpi: %d ranks; %.*s\n", nranks, (int)strcspn(ver, "\n,"), ver);
 
-	run_latency(base, quick);
-	run_bandwidth(base, quick);
-	run_allreduce(quick);
+	if (coll) {
+		run_allreduce(quick);
+		run_alltoall(quick);
+	} else {
+		run_latency(base, quick);
+		run_bandwidth(base, quick);
+		run_allreduce(quick);
+	}
 
 	MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -14,7 +14,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "hw/pci/pci.h"
-#include "sysemu/dma.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca.h"
 #include "trace.h"
 

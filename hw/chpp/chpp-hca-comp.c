@@ -197,7 +197,8 @@ void chpp_comp_packet(ChppHcaState *s, ChppPkt *pkt)
         trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn,
                                        "QP magic mismatch");
         if (pkt->from_link) {
-            chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
+            chpp_link_magic_miss(s, pkt->src_node, pkt->dst_qpn,
+                                 pkt->magic);
         }
         return;
     }

@@ -14,7 +14,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bitops.h"
 #include "migration/vmstate.h"
-#include "sysemu/dma.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca.h"
 #include "trace.h"
 

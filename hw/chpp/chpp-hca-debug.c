@@ -11,6 +11,7 @@
 #include "qapi/visitor.h"
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
+#include "chpp-hca-link-eth.h"
 #include "trace.h"
 
 QEMU_BUILD_BUG_ON(CHPP_CNT_NUM > CHPP_STATS_MAX);
@@ -268,6 +269,101 @@ static void chpp_state_qps(ChppHcaState *s, StateVisit *sv)
     sv_end_list(sv);
 }
 
+/*
+ * Per-VC figures of the link: on a chardev those of its one peer, on a
+ * fabric the sums over its peers (each peer's are in "peers").
+ */
+static void chpp_state_link_vcs(StateVisit *sv, ChppHcaState *s)
+{
+    static const char *const keys[] = { "credits", "rx-queued", "owed" };
+    ChppLink *l = &s->link;
+    unsigned k, vc, i;
+
+    for (k = 0; k < ARRAY_SIZE(keys); k++) {
+        for (vc = 0; vc < chpp_num_vcs(s); vc++) {
+            g_autofree char *key = g_strdup_printf("%s-vc%u", keys[k], vc);
+            uint64_t sum = 0;
+
+            for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+                const ChppPeer *p = &l->peers[i];
+
+                sum += k == 0 ? p->credits[vc] :
+                       k == 1 ? p->queued[vc] : p->owed[vc];
+            }
+            sv_u64(sv, key, sum);
+        }
+    }
+    for (vc = 0; vc < chpp_num_vcs(s); vc++) {
+        g_autofree char *key = g_strdup_printf("backlog-vc%u", vc);
+
+        sv_u64(sv, key, l->backlog[vc] ?
+               g_queue_get_length(l->backlog[vc]) : 0);
+    }
+}
+
+/* The fabric's view (docs/fabric.md): each peer, each VC. */
+static void chpp_state_link_fabric(StateVisit *sv, ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    const ChppEthStats *es = l->eth ? chpp_link_eth_stats(l->eth) : NULL;
+    unsigned nvcs = chpp_num_vcs(s);
+    unsigned i, vc;
+
+    sv_str(sv, "transport", l->eth ? "ethernet" : "stream");
+    sv_u64(sv, "epoch", l->epoch);
+    sv_u64(sv, "eth-rx", es ? es->rx : 0);
+    sv_u64(sv, "eth-tx", es ? es->tx : 0);
+    sv_u64(sv, "eth-other-type", es ? es->other_type : 0);
+    sv_u64(sv, "eth-other-dst", es ? es->other_dst : 0);
+    sv_u64(sv, "eth-bad", es ? es->bad : 0);
+    sv_list(sv, "peers");
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        const ChppPeer *p = &l->peers[i];
+
+        if (!p->used) {
+            continue;
+        }
+        sv_begin(sv, NULL);
+        sv_u64(sv, "node", p->node);
+        sv_bool(sv, "up", p->up);
+        sv_u64(sv, "epoch", p->epoch);
+        sv_u64(sv, "tx-frames", p->tx_frames);
+        sv_u64(sv, "rx-frames", p->rx_frames);
+        sv_u64(sv, "lost", p->lost);
+        sv_u64(sv, "late", p->late);
+        sv_u64(sv, "probes", p->probes);
+        for (vc = 0; vc < nvcs; vc++) {
+            g_autofree char *c = g_strdup_printf("credits-vc%u", vc);
+            g_autofree char *q = g_strdup_printf("rx-queued-vc%u", vc);
+            g_autofree char *o = g_strdup_printf("owed-vc%u", vc);
+
+            sv_u64(sv, c, p->credits[vc]);
+            sv_u64(sv, q, p->queued[vc]);
+            sv_u64(sv, o, p->owed[vc]);
+        }
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+    sv_u64(sv, "data-vcs", nvcs - 1);
+    sv_list(sv, "vcs");
+    for (vc = 0; vc < nvcs; vc++) {
+        const ChppVcStats *st = &l->vcs[vc];
+
+        sv_begin(sv, NULL);
+        sv_u64(sv, "vc", vc);
+        sv_str(sv, "carries", vc == nvcs - 1 ? "get" : "data");
+        sv_u64(sv, "tx-frames", st->tx_frames);
+        sv_u64(sv, "tx-bytes", st->tx_bytes);
+        sv_u64(sv, "credit-stalls", st->credit_stalls);
+        sv_u64(sv, "hol-stalls", st->hol_stalls);
+        sv_bool(sv, "blocked", st->blocked_since);
+        sv_u64(sv, "blocked-ns", st->blocked_ns);
+        sv_u64(sv, "backlog-max", st->backlog_max);
+        sv_end(sv);
+    }
+    sv_end_list(sv);
+}
+
 static void chpp_state_get(Object *obj, Visitor *v, const char *name,
                            void *opaque, Error **errp)
 {
@@ -290,20 +386,12 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "reader-ring-size", s->link.ring_size);
     sv_u64(&sv, "reader-ring-waits",
            s->link.io ? chpp_link_io_ring_waits(s->link.io) : 0);
-    sv_u64(&sv, "credits-vc0", s->link.credits[0]);
-    sv_u64(&sv, "credits-vc1", s->link.credits[1]);
-    sv_u64(&sv, "backlog-vc0", s->link.backlog[0] ?
-           g_queue_get_length(s->link.backlog[0]) : 0);
-    sv_u64(&sv, "backlog-vc1", s->link.backlog[1] ?
-           g_queue_get_length(s->link.backlog[1]) : 0);
-    sv_u64(&sv, "rx-queued-vc0", s->link.queued[0]);
-    sv_u64(&sv, "rx-queued-vc1", s->link.queued[1]);
-    sv_u64(&sv, "owed-vc0", s->link.owed[0]);
-    sv_u64(&sv, "owed-vc1", s->link.owed[1]);
+    chpp_state_link_vcs(&sv, s);
     sv_u64(&sv, "out-queue-records", s->link.outq ?
            g_queue_get_length(s->link.outq) : 0);
     sv_u64(&sv, "out-queue-bytes", s->link.out_bytes);
     sv_bool(&sv, "rx-paused", s->link.rx_paused);
+    chpp_state_link_fabric(&sv, s);
     sv_end(&sv);
 
     sv_list(&sv, "ports");

@@ -10,7 +10,7 @@
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
 #include "migration/vmstate.h"
-#include "sysemu/runstate.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca-datapath.h"
 #include "trace.h"
 

@@ -12,7 +12,7 @@
 #include "qemu/bitops.h"
 #include "hw/pci/msix.h"
 #include "migration/vmstate.h"
-#include "sysemu/dma.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca.h"
 #include "trace.h"
 

@@ -1,12 +1,16 @@
 /*
- * chpp-hca: the link to a peer adapter over a QEMU chardev (docs/link.md).
+ * chpp-hca: the link to peer adapters (docs/link.md, docs/fabric.md), over
+ * a QEMU chardev to one peer, or over a QEMU netdev (chpp-hca-link-eth.c)
+ * to every node of an Ethernet segment.
  *
- * The byte stream carries records: HELLO (version, node id, credits),
- * FRAME (one wire frame), CREDIT (frames the receiver consumed) and REFUSE.
- * Each virtual channel has its own credits, so GET requests waiting for
- * credits never hold up the responses that would free them.  The peer is
- * untrusted: a record that breaks the protocol cuts the connection, a bad
- * frame inside a valid record is dropped and counted by the decoder.
+ * Records: HELLO (version, node id, credits), FRAME (one wire frame),
+ * CREDIT (frames the receiver consumed), REFUSE and, on Ethernet, PROBE.
+ * Each (peer, virtual channel) has its own credits, so GET requests
+ * waiting for credits never hold up the responses that would free them;
+ * each channel's send queue is one FIFO across destinations.  Peers are
+ * untrusted: a record that breaks the protocol cuts the connection (a
+ * byte stream) or is dropped (Ethernet), a bad frame inside a valid
+ * record is dropped and counted by the decoder.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -20,14 +24,12 @@
 #include "chardev/char-fe.h"
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
+#include "chpp-hca-capture.h"
+#include "chpp-hca-link-eth.h"
+#include "chpp-hca-link-stream.h"
+#include "chpp-hca-link.h"
 #include "trace.h"
 
-#define CHPP_LINK_REC_MAX (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX)
-/*
- * Records are collected and written in one go by a bottom half, or at once
- * when this many bytes wait: one write per batch, not per frame.
- */
-#define CHPP_LINK_FLUSH_AT (256 * 1024)
 
 typedef struct ChppDelayed {
     int64_t when;
@@ -35,189 +37,122 @@ typedef struct ChppDelayed {
     GByteArray *frame;
 } ChppDelayed;
 
+
 /* The PF owns the link; its VFs use it. */
 bool chpp_link_attached(ChppHcaState *s)
 {
-    return qemu_chr_fe_backend_connected(&chpp_pf(s)->link.chr);
+    ChppLink *l = &chpp_pf(s)->link;
+
+    return l->eth || qemu_chr_fe_backend_connected(&l->chr);
 }
 
+unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max)
+{
+    ChppLink *l = &chpp_pf(s)->link;
+    unsigned i, j, n = 0;
+
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        if (!l->peers[i].up) {
+            continue;
+        }
+        /* Insertion sort: lowest node first. */
+        for (j = MIN(n, max); j > 0 && nodes[j - 1] > l->peers[i].node; j--) {
+            if (j < max) {
+                nodes[j] = nodes[j - 1];
+            }
+        }
+        if (j < max) {
+            nodes[j] = l->peers[i].node;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* On a fabric: UP while a peer is up; the peer field is the lowest one. */
 uint32_t chpp_link_status(ChppHcaState *s)
 {
     ChppLink *l = &chpp_pf(s)->link;
+    uint16_t lowest;
 
     if (!chpp_link_attached(s)) {
         return 0;
     }
+    if (!chpp_link_nodes_up(s, &lowest, 1)) {
+        return CHPP_LINK_ATTACHED;
+    }
     return CHPP_LINK_ATTACHED | (l->up ? CHPP_LINK_UP : 0) |
-           (l->up ? (uint32_t)l->peer_node << CHPP_LINK_PEER_SHIFT : 0);
+           (uint32_t)lowest << CHPP_LINK_PEER_SHIFT;
 }
 
-/* ---- writing ------------------------------------------------------------ */
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque);
-static void chpp_link_fd_writable(void *opaque);
-static void chpp_link_move(ChppHcaState *s);
-
-/* Records written per system call at most. */
-#define CHPP_LINK_IOV 64
-
-/* Bytes taken, 0 if the transport is full, -1 if it failed. */
-static ssize_t chpp_link_write(ChppLink *l)
+ChppPeer *chpp_peer_find(ChppLink *l, uint16_t node)
 {
-    struct iovec iov[CHPP_LINK_IOV];
-    GList *it = l->outq->head;
-    GByteArray *rec = it->data;
-    int n;
+    unsigned i;
 
-    if (!l->io) {
-        return qemu_chr_fe_write(&l->chr, rec->data + l->out_off,
-                                 rec->len - l->out_off);
-    }
-    for (n = 0; it && n < CHPP_LINK_IOV; it = it->next, n++) {
-        rec = it->data;
-        iov[n].iov_base = rec->data + (n ? 0 : l->out_off);
-        iov[n].iov_len = rec->len - (n ? 0 : l->out_off);
-    }
-    return chpp_link_io_writev(l->io, iov, n);
-}
-
-/* Records left the device: forget them. */
-static void chpp_link_written(ChppLink *l, size_t n)
-{
-    while (n) {
-        GByteArray *rec = g_queue_peek_head(l->outq);
-        size_t left = rec->len - l->out_off;
-
-        if (n < left) {
-            l->out_off += n;
-            l->out_bytes -= n;
-            return;
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        if (l->peers[i].used && l->peers[i].node == node) {
+            return &l->peers[i];
         }
-        g_queue_pop_head(l->outq);
-        g_byte_array_unref(rec);
-        l->out_off = 0;
-        l->out_bytes -= left;
-        n -= left;
     }
+    return NULL;
 }
 
-static void chpp_link_out_drop(ChppLink *l)
-{
-    GByteArray *rec;
-
-    while ((rec = g_queue_pop_head(l->outq))) {
-        g_byte_array_unref(rec);
-    }
-    l->out_off = 0;
-    l->out_bytes = 0;
-}
-
-static void chpp_link_flush(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    while (!g_queue_is_empty(l->outq)) {
-        ssize_t n = chpp_link_write(l);
-
-        if (n < 0 && l->io) {
-            /* The reader thread sees the socket fail and cuts the link. */
-            chpp_link_out_drop(l);
-        }
-        if (n <= 0) {
-            break;
-        }
-        chpp_link_written(l, n);
-        /* Room in the write queue: what waited for it follows. */
-        chpp_link_move(s);
-    }
-    if (g_queue_is_empty(l->outq)) {
-        return;
-    }
-    if (l->io && !l->fd_watch) {
-        l->fd_watch = true;
-        chpp_link_io_want_write(l->io, chpp_link_fd_writable, s);
-    } else if (!l->io && !l->watch) {
-        l->watch = qemu_chr_fe_add_watch(&l->chr, G_IO_OUT | G_IO_HUP,
-                                         chpp_link_writable, s);
-    }
-}
-
-static gboolean chpp_link_writable(void *do_not_use, GIOCondition cond,
-                                   void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.watch = 0;
-    chpp_link_flush(s);
-    return G_SOURCE_REMOVE;
-}
-
-static void chpp_link_fd_writable(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.fd_watch = false;
-    chpp_link_io_want_write(s->link.io, NULL, NULL);
-    chpp_link_flush(s);
-}
-
-static void chpp_link_tx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    s->link.tx_kicked = false;
-    if (!s->link.fd_watch && !s->link.watch) {
-        chpp_link_flush(s);
-    }
-}
-
-/* Records were added: write them with the rest of this batch. */
-static void chpp_link_flush_later(ChppHcaState *s)
-{
-    ChppLink *l = &s->link;
-
-    if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
-        chpp_link_flush(s);
-    } else if (!l->tx_kicked) {
-        /* Scheduling wakes the main loop each time: once per batch. */
-        l->tx_kicked = true;
-        qemu_bh_schedule(l->tx_bh);
-    }
-}
-
-/* Queue a record: @buf holds its header's room, then @len bytes of body. */
-static void chpp_link_out(ChppHcaState *s, uint8_t type, uint8_t vc,
-                          GByteArray *buf)
+/*
+ * Send a record: @buf holds room for the Ethernet and record headers, then
+ * the body.  A byte stream queues it (without the Ethernet header); on
+ * Ethernet it goes at once, to node @to or to all (CHPP_LINK_TO_ALL).
+ */
+void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
+                          uint8_t vc, uint16_t seq, GByteArray *buf)
 {
     ChppLink *l = &s->link;
     struct chpp_link_rec rec = {
         .magic = cpu_to_le32(CHPP_LINK_MAGIC),
         .type = type,
         .vc = vc,
-        .len = cpu_to_le32(buf->len - sizeof(rec)),
+        .seq = cpu_to_le16(seq),
+        .len = cpu_to_le32(buf->len - CHPP_LINK_HEADROOM),
     };
 
-    memcpy(buf->data, &rec, sizeof(rec));
-    g_queue_push_tail(l->outq, buf);
-    l->out_bytes += buf->len;
+    memcpy(buf->data + CHPP_ETH_HDR_SIZE, &rec, sizeof(rec));
+    if (l->eth) {
+        bool frame = type == CHPP_LINK_FRAME;
+        uint8_t dst_fn = frame ?
+            chpp_frame_u8(buf, offsetof(struct chpp_wire_ext, dst_vf)) : 0;
+        uint8_t src_fn = frame ?
+            chpp_frame_u8(buf, offsetof(struct chpp_wire_ext, src_vf)) : 0;
+
+        chpp_link_eth_send(l->eth, to, dst_fn, src_fn,
+                           to == CHPP_LINK_TO_ALL, buf->data, buf->len);
+        g_byte_array_unref(buf);
+        return;
+    }
+    chpp_capture_record(l->cap, &rec, buf->data + CHPP_LINK_HEADROOM,
+                        buf->len - CHPP_LINK_HEADROOM, s->params.node_id,
+                        l->peers[0].node);
+    chpp_stream_push(s, buf);
 }
 
-static void chpp_link_put(ChppHcaState *s, uint8_t type, uint8_t vc,
-                          const void *data, uint32_t len)
+static void chpp_link_put(ChppHcaState *s, uint32_t to, uint8_t type,
+                          uint8_t vc, const void *data, uint32_t len)
 {
     GByteArray *buf = g_byte_array_sized_new(CHPP_LINK_HEADROOM + len);
 
     g_byte_array_set_size(buf, CHPP_LINK_HEADROOM);
     g_byte_array_append(buf, data, len);
-    chpp_link_out(s, type, vc, buf);
+    chpp_link_out(s, to, type, vc, 0, buf);
 }
 
 /* Frames waiting to be sent: the backlog, and those fault-delayed. */
 static uint32_t chpp_link_waiting(ChppLink *l)
 {
-    return g_queue_get_length(l->backlog[0]) +
-           g_queue_get_length(l->backlog[1]) + g_queue_get_length(l->delayed);
+    uint32_t n = g_queue_get_length(l->delayed);
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        n += g_queue_get_length(l->backlog[vc]);
+    }
+    return n;
 }
 
 bool chpp_link_rx_ready(ChppHcaState *s)
@@ -229,7 +164,7 @@ bool chpp_link_rx_ready(ChppHcaState *s)
 static void chpp_link_rx_resume(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
-    unsigned fn;
+    unsigned fn, vc;
 
     if (!l->rx_paused || chpp_link_waiting(l) > CHPP_LINK_BACKLOG_MAX / 2) {
         return;
@@ -239,45 +174,122 @@ static void chpp_link_rx_resume(ChppHcaState *s)
     for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
         ChppHcaState *f = chpp_function(s, fn);
 
-        if (f && (!g_queue_is_empty(f->link_rx[0]) ||
-                  !g_queue_is_empty(f->link_rx[1]))) {
-            chpp_engine_kick(f);
+        for (vc = 0; f && vc < CHPP_NUM_VCS; vc++) {
+            if (!g_queue_is_empty(f->link_rx[vc])) {
+                chpp_engine_kick(f);
+                break;
+            }
         }
     }
 }
 
-/* Return the credits owed, unless the write queue has no room for it. */
-static void chpp_link_give_credits(ChppHcaState *s, uint8_t vc)
+/*
+ * Return the credits owed to @p, unless the write queue has no room for
+ * it.  In batches of a quarter of the grant, to keep CREDIT records rare;
+ * @now (Ethernet: a PROBE asks) sends whatever is owed, even nothing: the
+ * running total tells the sender what it missed.
+ */
+void chpp_link_give_credits(ChppHcaState *s, ChppPeer *p, uint8_t vc,
+                                   bool now)
 {
     ChppLink *l = &s->link;
-    struct chpp_link_credit c = { .count = cpu_to_le32(l->owed[vc]) };
+    struct chpp_link_credit c;
 
-    /* In batches, to keep CREDIT records rare. */
-    if (l->owed[vc] < CHPP_LINK_CREDITS / 4 ||
-        l->out_bytes >= CHPP_LINK_OUTQ_MAX) {
+    if (!p->up || (!now && (p->owed[vc] < MAX(chpp_link_grant(l) / 4, 1) ||
+                            l->out_bytes >= CHPP_LINK_OUTQ_MAX))) {
         return;
     }
-    l->owed[vc] = 0;
-    chpp_link_put(s, CHPP_LINK_CREDIT, vc, &c, sizeof(c));
+    p->credited[vc] += p->owed[vc];
+    c.count = cpu_to_le32(p->owed[vc]);
+    c.total = cpu_to_le32(p->credited[vc]);
+    p->owed[vc] = 0;
+    /* The running total is Ethernet's: a stream loses no record. */
+    chpp_link_put(s, p->node, CHPP_LINK_CREDIT, vc, &c,
+                  l->eth ? sizeof(c) : sizeof(c.count));
+}
+
+static void chpp_link_vc_unblock(ChppLink *l, uint8_t vc)
+{
+    ChppVcStats *st = &l->vcs[vc];
+
+    if (st->blocked_since) {
+        st->blocked_ns += qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
+                          st->blocked_since;
+        st->blocked_since = 0;
+    }
 }
 
 /*
- * Move frames whose channel has credits from the backlog to the write
- * queue, while it holds less than CHPP_LINK_OUTQ_MAX: a peer that does not
- * read leaves them in the backlog, where they count against the senders'
- * bound.  Frames carry room for their record header: they are written as
- * they are.
+ * The head of @vc's queue waits for credits of its destination: the whole
+ * channel waits.  A head-of-line stall if frames for others wait behind.
+ */
+static void chpp_link_vc_hol(ChppLink *l, uint8_t vc, uint16_t node,
+                             GByteArray *behind)
+{
+    ChppVcStats *st = &l->vcs[vc];
+
+    if (st->blocked_since && !st->hol && chpp_frame_dst(behind) != node) {
+        st->hol = true;
+        st->hol_stalls++;
+    }
+}
+
+static void chpp_link_vc_block(ChppLink *l, uint8_t vc, uint16_t node)
+{
+    ChppVcStats *st = &l->vcs[vc];
+    GList *it;
+
+    if (st->blocked_since) {
+        return;
+    }
+    st->blocked_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    st->hol = false;
+    st->credit_stalls++;
+    for (it = l->backlog[vc]->head; it; it = it->next) {
+        chpp_link_vc_hol(l, vc, node, it->data);
+    }
+}
+
+static bool chpp_link_wire_drop(ChppHcaState *s);
+
+/*
+ * Move frames whose destination has credits on their channel from the
+ * backlog to the write queue (or, on Ethernet, the wire), while it holds
+ * less than CHPP_LINK_OUTQ_MAX: a peer that does not read leaves them in
+ * the backlog, where they count against the senders' bound.  Each
+ * channel's backlog is one FIFO for every destination: a head waiting for
+ * its peer's credits holds up the channel.  Frames carry room for their
+ * headers: they are sent as they are.
  */
 static void chpp_link_move(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
-    unsigned vc;
+    unsigned vc, i;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *frame;
 
-        chpp_link_give_credits(s, vc);
-        while (l->credits[vc] && !g_queue_is_empty(l->backlog[vc])) {
+        for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+            chpp_link_give_credits(s, &l->peers[i], vc, false);
+        }
+        while ((frame = g_queue_peek_head(l->backlog[vc]))) {
+            uint16_t node = chpp_frame_dst(frame);
+            ChppPeer *p = chpp_peer_find(l, node);
+            uint16_t seq = 0;
+
+            if (!p || !p->up) {
+                /* The peer went since the frame was queued. */
+                g_queue_pop_head(l->backlog[vc]);
+                chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
+                trace_chpp_hca_err_link_backlog_drop(vc);
+                g_byte_array_unref(frame);
+                chpp_tx_dequeued(s);
+                continue;
+            }
+            if (!p->credits[vc]) {
+                chpp_link_vc_block(l, vc, node);
+                break;
+            }
             if (l->out_bytes >= CHPP_LINK_OUTQ_MAX) {
                 if (!l->outq_full) {
                     l->outq_full = true;
@@ -286,17 +298,37 @@ static void chpp_link_move(ChppHcaState *s)
                 }
                 break;
             }
-            frame = g_queue_pop_head(l->backlog[vc]);
+            chpp_link_vc_unblock(l, vc);
+            g_queue_pop_head(l->backlog[vc]);
             chpp_tx_dequeued(s);
-            l->credits[vc]--;
-            chpp_link_out(s, CHPP_LINK_FRAME, vc, frame);
+            p->credits[vc]--;
+            p->tx_frames++;
+            l->vcs[vc].tx_frames++;
+            l->vcs[vc].tx_bytes += frame->len - CHPP_LINK_HEADROOM;
             chpp_count(s, CHPP_CNT_LINK_TX_FRAMES);
+            if (l->eth) {
+                seq = p->tx_seq[vc]++;
+                /* Fault injection on Ethernet loses frames on the wire. */
+                if (chpp_link_wire_drop(s)) {
+                    g_byte_array_unref(frame);
+                    continue;
+                }
+            }
+            chpp_link_out(s, node, CHPP_LINK_FRAME, vc, seq, frame);
         }
     }
     if (l->out_bytes < CHPP_LINK_OUTQ_MAX) {
         l->outq_full = false;
     }
     chpp_link_rx_resume(s);
+}
+
+/* Records were queued: a stream writes them with the rest of the batch. */
+static void chpp_link_flush_later(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_flush_later(s);
+    }
 }
 
 static void chpp_link_pump(ChppHcaState *s)
@@ -315,8 +347,14 @@ static void chpp_link_pump(ChppHcaState *s)
 static void chpp_link_queue(ChppHcaState *s, uint8_t vc, GByteArray *frame)
 {
     ChppLink *l = &s->link;
+    uint32_t len;
 
     g_queue_push_tail(l->backlog[vc], frame);
+    /* Queued behind a head that waits for another node's credits? */
+    chpp_link_vc_hol(l, vc, chpp_frame_dst(g_queue_peek_head(l->backlog[vc])),
+                     frame);
+    len = g_queue_get_length(l->backlog[vc]);
+    l->vcs[vc].backlog_max = MAX(l->vcs[vc].backlog_max, len);
     s->tx_queued++;
     if (!l->rx_paused && chpp_link_waiting(l) >= CHPP_LINK_BACKLOG_MAX) {
         l->rx_paused = true;
@@ -354,8 +392,10 @@ static void chpp_link_delay_cb(void *opaque)
     ChppDelayed *d;
 
     while ((d = g_queue_peek_head(l->delayed)) && d->when <= now) {
+        ChppPeer *p = chpp_peer_find(l, chpp_frame_dst(d->frame));
+
         g_queue_pop_head(l->delayed);
-        if (l->up) {
+        if (p && p->up) {
             chpp_link_queue(s, d->vc, d->frame);
         } else {
             g_byte_array_unref(d->frame);
@@ -367,13 +407,12 @@ static void chpp_link_delay_cb(void *opaque)
     }
 }
 
-/* Returns true if the fault injector consumed the frame. */
-static bool chpp_link_fault(ChppHcaState *s, uint8_t vc, GByteArray *frame)
+/* Should the frame now sent be lost (fault-drop-*)? */
+static bool chpp_link_drop_now(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
     bool drop = false;
 
-    l->frame_seq++;
     if (l->drop_next) {
         l->drop_next--;
         drop = true;
@@ -385,8 +424,33 @@ static bool chpp_link_fault(ChppHcaState *s, uint8_t vc, GByteArray *frame)
     if (drop) {
         chpp_count(s, CHPP_CNT_FAULT_DROPS);
         trace_chpp_hca_link_fault("drop", l->frame_seq);
-        g_byte_array_unref(frame);
-        return true;
+    }
+    return drop;
+}
+
+/*
+ * Ethernet: a frame leaves with its credit and sequence number taken, so
+ * a drop is a loss on the wire that the receiver's seq tracking and the
+ * credit probes must recover (docs/fabric.md, "Loss").
+ */
+static bool chpp_link_wire_drop(ChppHcaState *s)
+{
+    s->link.frame_seq++;
+    return chpp_link_drop_now(s);
+}
+
+/* Returns true if the fault injector consumed the frame. */
+static bool chpp_link_fault(ChppHcaState *s, uint8_t vc, GByteArray *frame)
+{
+    ChppLink *l = &s->link;
+
+    /* A byte stream loses nothing: frames are dropped before the link. */
+    if (!l->eth) {
+        l->frame_seq++;
+        if (chpp_link_drop_now(s)) {
+            g_byte_array_unref(frame);
+            return true;
+        }
     }
     if (l->corrupt_next) {
         l->corrupt_next--;
@@ -420,13 +484,15 @@ bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame)
 {
     ChppLink *l = &s->link;
+    ChppPeer *p;
 
     if (!chpp_link_attached(s)) {
         g_byte_array_unref(frame);
         return false;
     }
     /* A missing or unreachable peer loses the frame; RC retries notice. */
-    if (!l->up || node != l->peer_node) {
+    p = chpp_peer_find(l, node);
+    if (!p || !p->up) {
         chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
         trace_chpp_hca_err_link_drop(node, l->up);
         g_byte_array_unref(frame);
@@ -438,38 +504,175 @@ bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
     return true;
 }
 
+/* ---- peers -------------------------------------------------------------- */
+
+/*
+ * The link is up while one peer is: the port follows (PORT_CHANGE), and
+ * CHPP_LINK_UPS/_DOWNS count these transitions, not each peer's.
+ */
+static void chpp_link_update_up(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    uint16_t lowest = 0;
+    bool up = chpp_link_nodes_up(s, &lowest, 1) > 0;
+    unsigned fn;
+
+    if (l->up == up) {
+        return;
+    }
+    l->up = up;
+    chpp_count(s, up ? CHPP_CNT_LINK_UPS : CHPP_CNT_LINK_DOWNS);
+    trace_chpp_hca_link_state(up, lowest);
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(s, fn);
+
+        if (f) {
+            chpp_upcalls.link_changed(f);
+        }
+    }
+    chpp_engine_kick(s);
+}
+
+/*
+ * Frames of @node (every node if @all) received and not processed by any
+ * function yet: the PF decoded them into the queue of the function each
+ * was for (DST-VF), so every function's queue is searched, each drop
+ * counted where it was received.
+ */
+static void chpp_link_drop_received(ChppHcaState *pf, uint16_t node, bool all)
+{
+    unsigned fn, vc;
+
+    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+        ChppHcaState *f = chpp_function(pf, fn);
+
+        for (vc = 0; f && vc < CHPP_NUM_VCS; vc++) {
+            GList *it = f->link_rx[vc]->head;
+
+            while (it) {
+                GList *next = it->next;
+                ChppPkt *pkt = it->data;
+
+                if (all || pkt->src_node == node) {
+                    g_queue_delete_link(f->link_rx[vc], it);
+                    chpp_count(f, CHPP_CNT_PKTS_DROPPED);
+                    trace_chpp_hca_err_link_rx_dropped(fn, vc);
+                    chpp_pkt_free(pkt);
+                }
+                it = next;
+            }
+        }
+    }
+}
+
+/* Frames waiting for credits of @node go: it is down. */
+static void chpp_link_drop_backlog(ChppHcaState *s, uint16_t node, bool all)
+{
+    ChppLink *l = &s->link;
+    unsigned vc;
+
+    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+        GList *it = l->backlog[vc]->head;
+
+        while (it) {
+            GList *next = it->next;
+            GByteArray *ba = it->data;
+
+            if (all || chpp_frame_dst(ba) == node) {
+                g_queue_delete_link(l->backlog[vc], it);
+                chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
+                trace_chpp_hca_err_link_backlog_drop(vc);
+                g_byte_array_unref(ba);
+                chpp_tx_dequeued(s);
+            }
+            it = next;
+        }
+        chpp_link_vc_unblock(l, vc);
+    }
+}
+
+/*
+ * Everything of @p goes, as when a chardev connection closes: its frames
+ * not yet processed (not one of them runs after this), those waiting for
+ * its credits; the slot is free again.
+ */
+void chpp_link_peer_down(ChppHcaState *s, ChppPeer *p, const char *why)
+{
+    uint16_t node = p->node;
+
+    trace_chpp_hca_link_peer(node, p->epoch, why);
+    p->up = false;
+    p->used = false;
+    chpp_link_drop_received(s, node, false);
+    chpp_link_drop_backlog(s, node, false);
+    memset(p, 0, sizeof(*p));
+    chpp_link_update_up(s);
+    /* The channels' heads may have been this peer's. */
+    chpp_link_pump(s);
+}
+
+ChppPeer *chpp_link_peer_new(ChppHcaState *s, uint16_t node,
+                                    uint32_t epoch,
+                                    const struct chpp_link_hello *h)
+{
+    ChppLink *l = &s->link;
+    unsigned i, vc;
+
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        ChppPeer *p = &l->peers[i];
+
+        if (p->used) {
+            continue;
+        }
+        memset(p, 0, sizeof(*p));
+        p->used = true;
+        p->node = node;
+        p->epoch = epoch;
+        p->last_seen = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        /* credits[0] for each data VC, credits[1] for the GET VC */
+        for (vc = 0; vc < chpp_num_vcs(s); vc++) {
+            p->credits[vc] = MIN(le32_to_cpu(
+                h->credits[vc < s->params.data_vcs ? 0 : 1]), 4096);
+            p->last_credit[vc] = p->last_seen;
+        }
+        trace_chpp_hca_link_peer(node, epoch, "met");
+        return p;
+    }
+    return NULL;
+}
+
+void chpp_link_peer_up(ChppHcaState *s, ChppPeer *p)
+{
+    if (p->up) {
+        return;
+    }
+    p->up = true;
+    trace_chpp_hca_link_peer(p->node, p->epoch, "up");
+    chpp_link_update_up(s);
+    chpp_link_pump(s);
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
-static void chpp_link_send_hello(ChppHcaState *s)
+void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
+                                 uint32_t peer_epoch)
 {
+    ChppLink *l = &s->link;
     struct chpp_link_hello h = {
         .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
         .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR),
         .node_id = cpu_to_le16(s->params.node_id),
+        .data_vcs = s->params.data_vcs,
+        .flags = flags,
         .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
-        .credits = { cpu_to_le32(CHPP_LINK_CREDITS),
-                     cpu_to_le32(CHPP_LINK_CREDITS) },
+        .credits = { cpu_to_le32(chpp_link_grant(l)),
+                     cpu_to_le32(chpp_link_grant(l)) },
+        .epoch = cpu_to_le32(l->epoch),
+        .peer_epoch = cpu_to_le32(peer_epoch),
     };
 
-    chpp_link_put(s, CHPP_LINK_HELLO, 0, &h, sizeof(h));
-    chpp_link_flush(s);
-}
-
-/* The connection is of no more use: cut it, parse nothing more of it. */
-static void chpp_link_cut_now(ChppHcaState *s, const char *why)
-{
-    trace_chpp_hca_err_link_cut(why);
-    s->link.rx_len = 0;
-    s->link.gen++;
-    qemu_chr_fe_disconnect(&s->link.chr);
-}
-
-/* Bytes that break the record protocol: there is no way to resync. */
-static void chpp_link_protocol_error(ChppHcaState *s, const char *why)
-{
-    chpp_count(s, CHPP_CNT_LINK_BAD_RECORDS);
-    trace_chpp_hca_err_link_bad(why);
-    chpp_link_cut_now(s, "protocol error");
+    chpp_link_put(s, to, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+    chpp_stream_flush(s);
 }
 
 /*
@@ -496,7 +699,8 @@ static const char *chpp_link_refusal_note(ChppHcaState *s, char *buf,
     return buf;
 }
 
-static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
+/* Refuse node @to's HELLO; a byte stream is cut. */
+static void chpp_link_refuse(ChppHcaState *s, uint32_t to, uint32_t reason,
                              const char *text)
 {
     struct chpp_link_refuse r = { .reason = cpu_to_le32(reason) };
@@ -508,9 +712,36 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
                      s->params.node_id, text,
                      chpp_link_refusal_note(s, note, sizeof(note)));
     }
-    chpp_link_put(s, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
-    chpp_link_flush(s);
-    chpp_link_cut_now(s, "handshake refused");
+    if (!s->link.eth) {
+        chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
+        chpp_stream_flush(s);
+        chpp_stream_cut(s, "handshake refused");
+    } else if (to != s->params.node_id) {
+        /* On a segment, a REFUSE to our own id would reach us alone. */
+        chpp_link_put(s, to, CHPP_LINK_REFUSE, 0, &r, sizeof(r));
+    }
+}
+
+/* The peer's words, made safe for the log (docs/link.md). */
+void chpp_link_log_refusal(ChppHcaState *s, uint16_t node,
+                                  const uint8_t *p, uint32_t len)
+{
+    struct chpp_link_refuse r = {};
+    char text[sizeof(r.text)];
+    char note[64];
+    size_t i;
+
+    memcpy(&r, p, MIN(len, sizeof(r)));
+    for (i = 0; i < sizeof(text) - 1 && r.text[i]; i++) {
+        text[i] = r.text[i] >= 0x20 && r.text[i] < 0x7f ? r.text[i] : '?';
+    }
+    text[i] = 0;
+    if (chpp_link_refusal_logged(s)) {
+        error_report("chpp-hca node %u: the peer refused the link "
+                     "(node %u, reason %u): %s%s", s->params.node_id, node,
+                     le32_to_cpu(r.reason), text,
+                     chpp_link_refusal_note(s, note, sizeof(note)));
+    }
 }
 
 /*
@@ -524,109 +755,104 @@ static void chpp_link_refuse(ChppHcaState *s, uint32_t reason,
 static void chpp_link_refused(ChppHcaState *s, const uint8_t *p,
                               uint32_t len)
 {
-    struct chpp_link_refuse r = {};
-    char text[sizeof(r.text)];
-    char note[64];
-    size_t i;
+    ChppPeer *peer = &s->link.peers[0];
 
-    if (!s->link.up) {
-        chpp_link_protocol_error(s, "REFUSE before HELLO");
+    if (!peer->up) {
+        chpp_stream_protocol_error(s, "REFUSE before HELLO");
         return;
     }
-    memcpy(&r, p, MIN(len, sizeof(r)));
-    for (i = 0; i < sizeof(text) - 1 && r.text[i]; i++) {
-        text[i] = r.text[i] >= 0x20 && r.text[i] < 0x7f ? r.text[i] : '?';
-    }
-    text[i] = 0;
-    if (chpp_link_refusal_logged(s)) {
-        error_report("chpp-hca node %u: the peer refused the link "
-                     "(reason %u): %s%s", s->params.node_id,
-                     le32_to_cpu(r.reason), text,
-                     chpp_link_refusal_note(s, note, sizeof(note)));
-    }
-    chpp_link_cut_now(s, "the peer refused the link");
+    chpp_link_log_refusal(s, peer->node, p, len);
+    chpp_stream_cut(s, "the peer refused the link");
 }
 
-static void chpp_link_set_up(ChppHcaState *s, bool up)
+/*
+ * Can we talk to the sender of HELLO @h at all?  Refuses it (and returns
+ * false) if not.
+ */
+bool chpp_link_hello_ok(ChppHcaState *s, uint32_t to,
+                               const struct chpp_link_hello *h, uint32_t len)
 {
-    ChppLink *l = &s->link;
-    unsigned fn;
+    g_autofree char *why = NULL;
 
-    if (l->up == up) {
-        return;
+    if (len < sizeof(*h) ||
+        le16_to_cpu(h->version_major) != CHPP_LINK_VERSION_MAJOR) {
+        why = g_strdup_printf("peer speaks link protocol %u.%u, this "
+                              "device %u.%u", le16_to_cpu(h->version_major),
+                              le16_to_cpu(h->version_minor),
+                              CHPP_LINK_VERSION_MAJOR,
+                              CHPP_LINK_VERSION_MINOR);
+        chpp_link_refuse(s, to, CHPP_LINK_REFUSE_VERSION, why);
+        return false;
     }
-    l->up = up;
-    chpp_count(s, up ? CHPP_CNT_LINK_UPS : CHPP_CNT_LINK_DOWNS);
-    trace_chpp_hca_link_state(up, l->peer_node);
-    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
-        ChppHcaState *f = chpp_function(s, fn);
-
-        if (f) {
-            chpp_upcalls.link_changed(f);
-        }
+    if (le16_to_cpu(h->node_id) == s->params.node_id) {
+        why = g_strdup_printf("peer has the same node id %u",
+                              s->params.node_id);
+        chpp_link_refuse(s, to, CHPP_LINK_REFUSE_SAME_NODE, why);
+        return false;
     }
-    chpp_engine_kick(s);
+    if (MAX(h->data_vcs, 1) != s->params.data_vcs) {
+        why = g_strdup_printf("peer has %u data VCs, this device %u",
+                              MAX(h->data_vcs, 1), s->params.data_vcs);
+        chpp_link_refuse(s, to, CHPP_LINK_REFUSE_VCS, why);
+        return false;
+    }
+    return true;
 }
 
+/* A byte stream: one HELLO per connection, the peer is up at once. */
 static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
 {
     ChppLink *l = &s->link;
     struct chpp_link_hello h = {};
-    g_autofree char *why = NULL;
-    unsigned vc;
+    ChppPeer *peer;
 
     /* One per connection: the peer's node id is what frames are held to. */
-    if (l->up) {
-        chpp_link_protocol_error(s, "HELLO after the handshake");
+    if (l->peers[0].used) {
+        chpp_stream_protocol_error(s, "HELLO after the handshake");
         return;
     }
     memcpy(&h, p, MIN(len, sizeof(h)));
-    if (len < sizeof(h) ||
-        le16_to_cpu(h.version_major) != CHPP_LINK_VERSION_MAJOR) {
-        why = g_strdup_printf("peer speaks link protocol %u.%u, this "
-                              "device %u.%u", le16_to_cpu(h.version_major),
-                              le16_to_cpu(h.version_minor),
-                              CHPP_LINK_VERSION_MAJOR,
-                              CHPP_LINK_VERSION_MINOR);
-        chpp_link_refuse(s, CHPP_LINK_REFUSE_VERSION, why);
+    if (!chpp_link_hello_ok(s, 0, &h, len)) {
         return;
     }
-    if (le16_to_cpu(h.node_id) == s->params.node_id) {
-        why = g_strdup_printf("peer has the same node id %u",
-                              s->params.node_id);
-        chpp_link_refuse(s, CHPP_LINK_REFUSE_SAME_NODE, why);
+    peer = chpp_link_peer_new(s, le16_to_cpu(h.node_id), 0, &h);
+    chpp_link_peer_up(s, peer);
+}
+
+void chpp_link_credit(ChppHcaState *s, ChppPeer *p, uint8_t vc,
+                             const uint8_t *b, uint32_t len)
+{
+    uint32_t count;
+
+    if (s->link.eth) {
+        /* The running total: a lost CREDIT is made good by the next. */
+        if (len < sizeof(struct chpp_link_credit)) {
+            return;
+        }
+        count = ldl_le_p(b + 4) - p->credit_seen[vc];
+        p->credit_seen[vc] = ldl_le_p(b + 4);
+        p->last_credit[vc] = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    } else if (len >= 4) {
+        count = ldl_le_p(b);
+    } else {
         return;
     }
-    l->peer_node = le16_to_cpu(h.node_id);
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        l->credits[vc] = MIN(le32_to_cpu(h.credits[vc]), 4096);
-    }
-    chpp_link_set_up(s, true);
+    p->credits[vc] = MIN((uint64_t)p->credits[vc] + count, 4096);
     chpp_link_pump(s);
 }
 
-static void chpp_link_credit(ChppHcaState *s, uint8_t vc, const uint8_t *p,
-                             uint32_t len)
-{
-    ChppLink *l = &s->link;
-
-    if (len >= 4) {
-        l->credits[vc] = MIN((uint64_t)l->credits[vc] + ldl_le_p(p), 4096);
-        chpp_link_pump(s);
-    }
-}
-
 /* A frame within the credits, dropped: its credit goes back all the same. */
-static void chpp_link_frame_drop(ChppHcaState *s, uint8_t vc, const char *why)
+static void chpp_link_frame_drop(ChppHcaState *s, ChppPeer *p, uint8_t vc,
+                                 const char *why)
 {
     chpp_count(s, CHPP_CNT_PKTS_DROPPED);
     trace_chpp_hca_err_link_bad(why);
-    s->link.queued[vc]++;
-    chpp_link_consumed(s, vc);
+    p->queued[vc]++;
+    chpp_link_consumed(s, p->node, vc);
 }
 
-static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
-                            uint32_t len)
+void chpp_link_frame(ChppHcaState *s, ChppPeer *peer, uint8_t vc,
+                            const uint8_t *p, uint32_t len)
 {
     ChppLink *l = &s->link;
     const uint8_t *ext = p + CHPP_WIRE_HDR_SIZE;
@@ -634,13 +860,14 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
     ChppPkt *pkt;
 
     /* Frames beyond the credits we granted: a misbehaving peer. */
-    if (l->queued[vc] + l->owed[vc] >= CHPP_LINK_CREDITS) {
+    if (peer->queued[vc] + peer->owed[vc] >= chpp_link_grant(l)) {
         chpp_count(s, CHPP_CNT_LINK_CREDIT_ERRORS);
         chpp_count(s, CHPP_CNT_PKTS_DROPPED);
         trace_chpp_hca_err_link_bad("frame beyond granted credits");
         return;
     }
     chpp_count(s, CHPP_CNT_LINK_RX_FRAMES);
+    peer->rx_frames++;
     /* DST-VF picks the function; a short frame goes to the PF's decoder. */
     if (len >= CHPP_WIRE_HDR_SIZE + sizeof(struct chpp_wire_ext)) {
         /*
@@ -649,26 +876,26 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
          * connections.  The decoder checks the header agrees.
          */
         if (lduw_le_p(ext + offsetof(struct chpp_wire_ext, src_node)) !=
-            l->peer_node ||
+            peer->node ||
             lduw_le_p(ext + offsetof(struct chpp_wire_ext, dst_node)) !=
             s->params.node_id) {
             chpp_count(s, CHPP_CNT_LINK_SPOOFED);
-            chpp_link_frame_drop(s, vc, "frame not from the peer's node "
-                                 "or not for this node");
+            chpp_link_frame_drop(s, peer, vc, "frame not from the peer's "
+                                 "node or not for this node");
             return;
         }
         to = chpp_function(s, ext[offsetof(struct chpp_wire_ext, dst_vf)]);
         if (!to) {
-            chpp_link_frame_drop(s, vc, "frame for a missing function");
+            chpp_link_frame_drop(s, peer, vc, "frame for a missing function");
             return;
         }
     }
     /* Decoded now, from the reader's ring: one copy of the payload. */
-    l->queued[vc]++;
+    peer->queued[vc]++;
     chpp_count(to, CHPP_CNT_PKTS_RX);
     pkt = chpp_wire_decode(to, p, len);
     if (!pkt) {
-        chpp_link_consumed(s, vc);      /* dropped and counted */
+        chpp_link_consumed(s, peer->node, vc);      /* dropped and counted */
         return;
     }
     pkt->from_link = true;
@@ -681,17 +908,20 @@ static void chpp_link_frame(ChppHcaState *s, uint8_t vc, const uint8_t *p,
  * magic; a peer guessing magics (8 bits) tries new ones.  So a miss counts
  * as a guess only if its function, QP or magic differs from the last
  * miss, and CHPP_LINK_MAGIC_GUESS_MAX guesses within one window cut the
- * connection.  The window outlives connections: reconnecting buys no more
- * guesses.
+ * connection (on Ethernet: drop the state of the peer @from, which has to
+ * join again).  The window outlives connections: reconnecting buys no
+ * more guesses.
  */
-void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic)
+void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
+                          uint8_t magic)
 {
     ChppHcaState *pf = chpp_pf(s);
     ChppLink *l = &pf->link;
     uint64_t key = (uint64_t)s->func << 40 | (uint64_t)qpn << 8 | magic;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    ChppPeer *p = chpp_peer_find(l, from);
 
-    if (!l->up || key == l->magic_last) {
+    if (!p || !p->up || key == l->magic_last) {
         return;
     }
     l->magic_last = key;
@@ -704,44 +934,39 @@ void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic)
     }
     l->magic_guesses = 0;
     chpp_count(pf, CHPP_CNT_LINK_MAGIC_CUTS);
-    chpp_link_cut_now(pf, "the peer guesses QP magics");
+    if (l->eth) {
+        chpp_link_peer_down(pf, p, "the peer guesses QP magics");
+    } else {
+        chpp_stream_cut(pf, "the peer guesses QP magics");
+    }
 }
 
-void chpp_link_consumed(ChppHcaState *s, uint8_t vc)
+void chpp_link_consumed(ChppHcaState *s, uint16_t from, uint8_t vc)
 {
     ChppLink *l = &s->link;
+    ChppPeer *p = chpp_peer_find(l, from);
 
-    if (l->queued[vc]) {
-        l->queued[vc]--;
-    }
-    if (!l->up) {
+    if (!p || !p->up) {
         return;
     }
-    l->owed[vc]++;
-    if (l->owed[vc] >= CHPP_LINK_CREDITS / 4) {
-        chpp_link_give_credits(s, vc);
+    if (p->queued[vc]) {
+        p->queued[vc]--;
+    }
+    p->owed[vc]++;
+    if (p->owed[vc] >= MAX(chpp_link_grant(l) / 4, 1)) {
+        chpp_link_give_credits(s, p, vc, false);
         chpp_link_flush_later(s);
     }
-}
-
-/* A record header that breaks the protocol cuts the connection. */
-static bool chpp_link_rec_ok(ChppHcaState *s, const struct chpp_link_rec *rec)
-{
-    if (le32_to_cpu(rec->magic) != CHPP_LINK_MAGIC ||
-        le32_to_cpu(rec->len) > CHPP_WIRE_FRAME_MAX ||
-        rec->vc >= CHPP_NUM_VCS) {
-        chpp_link_protocol_error(s, "bad record header");
-        return false;
-    }
-    return true;
 }
 
 /* One complete record, @len bytes at @p after its checked header. */
 static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
                              const uint8_t *p, uint32_t len)
 {
-    ChppLink *l = &s->link;
+    ChppPeer *peer = &s->link.peers[0];
 
+    chpp_capture_record(s->link.cap, rec, p, len, peer->node,
+                        s->params.node_id);
     switch (rec->type) {
     case CHPP_LINK_HELLO:
         chpp_link_hello(s, p, len);
@@ -750,213 +975,101 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
         chpp_link_refused(s, p, len);
         break;
     case CHPP_LINK_CREDIT:
-        if (l->up) {
-            chpp_link_credit(s, rec->vc, p, len);
+        if (peer->up) {
+            chpp_link_credit(s, peer, rec->vc, p, len);
         }
         break;
     case CHPP_LINK_FRAME:
-        if (!l->up) {
+        if (!peer->up) {
             chpp_count(s, CHPP_CNT_PKTS_DROPPED);
             trace_chpp_hca_err_link_bad("frame before HELLO");
             break;
         }
-        chpp_link_frame(s, rec->vc, p, len);
+        chpp_link_frame(s, peer, rec->vc, p, len);
         break;
     default:
-        chpp_link_protocol_error(s, "unknown record type");
+        chpp_stream_protocol_error(s, "unknown record type");
     }
 }
 
-/* The chardev path (TLS, telnet, ...): records reassembled in l->rx. */
-static int chpp_link_can_receive(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    /* With the reader thread, the chardev must not read the socket. */
-    return s->link.io ? 0 : CHPP_LINK_REC_MAX - s->link.rx_len;
-}
-
-static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    uint32_t gen = l->gen;
-    uint32_t off = 0;
-
-    size = MIN(size, (int)(CHPP_LINK_REC_MAX - l->rx_len));
-    memcpy(l->rx + l->rx_len, buf, size);
-    l->rx_len += size;
-
-    while (l->rx_len - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, l->rx + off, sizeof(rec));     /* may be unaligned */
-        len = le32_to_cpu(rec.len);
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        if (l->rx_len - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        off += sizeof(rec) + len;
-        chpp_link_record(s, &rec, l->rx + off - len, len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-    }
-    memmove(l->rx, l->rx + off, l->rx_len - off);
-    l->rx_len -= off;
-}
-
-/*
- * The reader thread delivered bytes: parse every complete record in the
- * ring, in place (a record wrapping around the ring's end is copied).
- */
-static void chpp_link_rx_bh(void *opaque)
-{
-    ChppHcaState *s = opaque;
-    ChppLink *l = &s->link;
-    ChppLinkIo *io = l->io;
-    uint32_t gen = l->gen;
-    uint32_t avail, off = 0;
-    bool eof;
-
-    if (!io) {
-        return;                 /* stale: the connection is gone */
-    }
-    /* The thread sets EOF after its last bytes: read it first. */
-    eof = chpp_link_io_eof(io);
-    avail = chpp_link_io_avail(io);
-    while (avail - off >= sizeof(struct chpp_link_rec)) {
-        struct chpp_link_rec rec;
-        uint32_t len;
-
-        memcpy(&rec, chpp_link_io_peek(io, off, sizeof(rec), l->rx),
-               sizeof(rec));
-        if (!chpp_link_rec_ok(s, &rec)) {
-            return;
-        }
-        len = le32_to_cpu(rec.len);
-        if (avail - off - sizeof(rec) < len) {
-            break;              /* the rest arrives later */
-        }
-        chpp_link_record(s, &rec, chpp_link_io_peek(io, off + sizeof(rec),
-                                                    len, l->rx), len);
-        if (l->gen != gen) {
-            return;             /* the connection was cut meanwhile */
-        }
-        off += sizeof(rec) + len;
-    }
-    chpp_link_io_consume(io, off);
-    if (eof) {
-        trace_chpp_hca_link_event("end of stream");
-        qemu_chr_fe_disconnect(&l->chr);
-    }
-}
-
-/*
- * Frames of the old connection that no function has processed yet: the
- * PF decoded them into the queue of the function each was for (DST-VF),
- * so every function's queue goes, each drop counted where it was received.
- */
-static void chpp_link_drop_received(ChppHcaState *pf, uint8_t vc)
-{
-    unsigned fn;
-
-    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
-        ChppHcaState *f = chpp_function(pf, fn);
-        ChppPkt *pkt;
-
-        while (f && (pkt = g_queue_pop_head(f->link_rx[vc]))) {
-            chpp_count(f, CHPP_CNT_PKTS_DROPPED);
-            trace_chpp_hca_err_link_rx_dropped(fn, vc);
-            chpp_pkt_free(pkt);
-        }
-    }
-}
-
+/* Everything of the connection goes (a chardev connects or closes). */
 static void chpp_link_drop_queues(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
     ChppDelayed *d;
-    unsigned vc;
 
-    for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        GByteArray *ba;
-
-        while ((ba = g_queue_pop_head(l->backlog[vc]))) {
-            chpp_count(s, CHPP_CNT_LINK_DOWN_DROPS);
-            trace_chpp_hca_err_link_backlog_drop(vc);
-            g_byte_array_unref(ba);
-            chpp_tx_dequeued(s);
-        }
-        chpp_link_drop_received(s, vc);
-        l->credits[vc] = 0;
-        l->owed[vc] = 0;
-        l->queued[vc] = 0;
-    }
+    chpp_link_drop_backlog(s, 0, true);
+    chpp_link_drop_received(s, 0, true);
+    memset(l->peers, 0, sizeof(l->peers));
     while ((d = g_queue_pop_head(l->delayed))) {
         g_byte_array_unref(d->frame);
         g_free(d);
     }
     timer_del(l->delay_timer);
-    chpp_link_out_drop(l);
+    chpp_stream_drop(s);
     l->rx_paused = false;
     l->outq_full = false;
-    if (l->watch) {
-        g_source_remove(l->watch);
-        l->watch = 0;
-    }
-    l->rx_len = 0;
 }
 
-/* A record the ring cannot hold whole would wait for room forever. */
-QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
-                  2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));
+/* ---- the stream's events ------------------------------------------------ */
 
-/* The connection changed: the reader thread of the old one goes. */
-static void chpp_link_io_detach(ChppHcaState *s)
+static void chpp_link_stream_room(ChppHcaState *s)
 {
-    ChppLink *l = &s->link;
-
-    chpp_link_io_stop(l->io);
-    l->io = NULL;
-    l->fd_watch = false;
-    l->gen++;
+    chpp_link_move(s);
 }
 
-static void chpp_link_event(void *opaque, QEMUChrEvent event)
+/* A connection opened or closed: nothing of the old one stays. */
+static void chpp_link_stream_reset(ChppHcaState *s, bool open)
 {
-    ChppHcaState *s = opaque;
-
-    switch (event) {
-    case CHR_EVENT_OPENED:
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        if (s->link.use_thread) {
-            s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size);
-        }
-        trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
-                                  "opened, chardev reads");
-        chpp_link_send_hello(s);
-        break;
-    case CHR_EVENT_CLOSED:
-        trace_chpp_hca_link_event("closed");
-        chpp_link_io_detach(s);
-        chpp_link_drop_queues(s);
-        chpp_link_set_up(s, false);
-        break;
-    default:
-        break;
+    chpp_link_drop_queues(s);
+    if (!open) {
+        chpp_link_update_up(s);
     }
 }
+
+static void chpp_link_stream_opened(ChppHcaState *s)
+{
+    chpp_link_update_up(s);
+    chpp_link_send_hello(s, 0, 0, 0);
+}
+
+static const ChppStreamOps chpp_link_stream_ops = {
+    .record = chpp_link_record,
+    .room = chpp_link_stream_room,
+    .reset = chpp_link_stream_reset,
+    .opened = chpp_link_stream_opened,
+};
 
 /* ---- lifecycle and properties ---------------------------------------- */
 
-void chpp_link_realize(ChppHcaState *s, Error **errp)
+/* Property capture (docs/capture.md): the records of a chardev link. */
+bool chpp_link_capture_open(ChppHcaState *s, Error **errp)
+{
+    ChppLink *l = &s->link;
+
+    if (!l->capture_path) {
+        return true;
+    }
+    if (l->nic_conf.peers.ncs[0]) {
+        error_setg(errp, "chpp-hca: capture is for a chardev link; capture "
+                   "a netdev link with -object filter-dump");
+        return false;
+    }
+    if (!qemu_chr_fe_backend_connected(&l->chr)) {
+        error_setg(errp, "chpp-hca: capture needs a link (chardev)");
+        return false;
+    }
+    l->cap = chpp_capture_open(l->capture_path, l->capture_max, errp);
+    return l->cap != NULL;
+}
+
+void chpp_link_capture_close(ChppHcaState *s)
+{
+    chpp_capture_close(s->link.cap);
+    s->link.cap = NULL;
+}
+
+bool chpp_link_realize(ChppHcaState *s, Error **errp)
 {
     ChppLink *l = &s->link;
     unsigned vc;
@@ -966,21 +1079,17 @@ void chpp_link_realize(ChppHcaState *s, Error **errp)
         s->link_rx[vc] = g_queue_new();
     }
     l->delayed = g_queue_new();
-    l->outq = g_queue_new();
-    l->rx = g_malloc(CHPP_LINK_REC_MAX);
     l->delay_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_link_delay_cb, s);
-    l->rx_bh = qemu_bh_new_guarded(chpp_link_rx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
-    l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
-                                   &DEVICE(s)->mem_reentrancy_guard);
     if (!l->rand_state) {
         l->rand_state = 0x9e3779b97f4a7c15ull;
     }
-    if (qemu_chr_fe_backend_connected(&l->chr)) {
-        qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
-                                 chpp_link_receive, chpp_link_event, NULL, s,
-                                 NULL, true);
+    if (qemu_chr_fe_backend_connected(&l->chr) && l->nic_conf.peers.ncs[0]) {
+        error_setg(errp, "chpp-hca: chardev and netdev are exclusive: "
+                   "a link is a byte stream or an Ethernet segment");
+        return false;
     }
+    chpp_stream_realize(s, &chpp_link_stream_ops);
+    return true;
 }
 
 /*
@@ -996,8 +1105,10 @@ static void chpp_link_rx_discard(ChppHcaState *f)
         ChppPkt *pkt;
 
         while ((pkt = g_queue_pop_head(f->link_rx[vc]))) {
+            uint16_t from = pkt->src_node;
+
             chpp_pkt_free(pkt);
-            chpp_link_consumed(chpp_pf(f), vc);
+            chpp_link_consumed(chpp_pf(f), from, vc);
         }
     }
 }
@@ -1011,19 +1122,16 @@ void chpp_link_unrealize(ChppHcaState *s)
     if (s->func) {
         chpp_link_rx_discard(s);
     }
-    qemu_chr_fe_deinit(&l->chr, false);
-    chpp_link_io_detach(s);
+    /* Synchronous: no chardev event runs before the stream goes too. */
     chpp_link_drop_queues(s);
+    chpp_link_capture_close(s);
+    chpp_stream_unrealize(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         g_queue_free(l->backlog[vc]);
         g_queue_free(s->link_rx[vc]);
     }
     g_queue_free(l->delayed);
-    g_queue_free(l->outq);
-    g_free(l->rx);
     timer_free(l->delay_timer);
-    qemu_bh_delete(l->rx_bh);
-    qemu_bh_delete(l->tx_bh);
 }
 
 /*
@@ -1039,9 +1147,21 @@ static void chpp_link_cut(Object *obj, bool value, Error **errp)
 {
     ChppHcaState *s = CHPP_HCA(obj);
 
-    if (value && chpp_link_attached(s)) {
-        trace_chpp_hca_link_fault("cut", s->link.frame_seq);
+    unsigned i;
+
+    if (!value || !chpp_link_attached(s)) {
+        return;
+    }
+    trace_chpp_hca_link_fault("cut", s->link.frame_seq);
+    if (!s->link.eth) {
         qemu_chr_fe_disconnect(&s->link.chr);
+        return;
+    }
+    /* A segment has no connection: every peer's state goes; they rejoin. */
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        if (s->link.peers[i].used) {
+            chpp_link_peer_down(s, &s->link.peers[i], "fault-cut");
+        }
     }
 }
 

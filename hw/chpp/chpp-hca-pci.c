@@ -19,6 +19,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "chpp-hca.h"
+#include "chpp-hca-capture.h"
 #include "chpp-hca-link-io.h"
 #include "trace.h"
 
@@ -28,6 +29,7 @@
 const ChppUpcalls chpp_upcalls = {
     .link_changed = chpp_port_link_changed,
     .qp_transition = chpp_engine_qp_transition,
+    .vfs_enabled = chpp_hca_vfs_enabled,
 };
 
 void chpp_hca_soft_reset(ChppHcaState *s)
@@ -54,6 +56,16 @@ static bool chpp_check_range(const char *name, uint64_t val, uint64_t min,
     if (val < min || val > max) {
         error_setg(errp, "chpp-hca: %s=%" PRIu64 " is outside %" PRIu64
                    "..%" PRIu64, name, val, min, max);
+        return false;
+    }
+    return true;
+}
+
+/* Dest-Mod needs a power of two; the header's TC field holds VC 0..4. */
+static bool chpp_check_vcs(uint8_t vcs, Error **errp)
+{
+    if (vcs != 1 && vcs != 2 && vcs != 4) {
+        error_setg(errp, "chpp-hca: vcs=%u: data VCs are 1, 2 or 4", vcs);
         return false;
     }
     return true;
@@ -148,6 +160,7 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
            chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
                             CHPP_MAX_VFS, errp) &&
            chpp_check_ring_size(s->link.ring_size, errp) &&
+           chpp_check_vcs(p->data_vcs, errp) &&
            chpp_check_timing(&p->timing, errp);
 }
 
@@ -168,12 +181,29 @@ static int chpp_add_pm_capability(PCIDevice *pdev, Error **errp)
     return 0;
 }
 
+static bool chpp_hca_init_msix(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    unsigned i;
+
+    if (msix_init(pdev, s->params.msix_vectors,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_TABLE_OFFSET,
+                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_PBA_OFFSET,
+                  CHPP_PCI_CAP_MSIX, errp) < 0) {
+        return false;
+    }
+    /* Every vector may carry an EQ, so all are in use for the device life. */
+    for (i = 0; i < s->params.msix_vectors; i++) {
+        msix_vector_use(pdev, i);
+    }
+    return true;
+}
+
 static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
     uint64_t uar_size = pow2ceil((uint64_t)s->params.uar_pages *
                                  CHPP_UAR_PAGE_SIZE);
-    unsigned i;
 
     bool vf = pci_is_vf(pdev);
 
@@ -206,25 +236,57 @@ static bool chpp_hca_init_pci(ChppHcaState *s, Error **errp)
     if (!vf && chpp_add_pm_capability(pdev, errp) < 0) {
         return false;
     }
-    if (msix_init(pdev, s->params.msix_vectors,
-                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_TABLE_OFFSET,
-                  &s->bar0, CHPP_BAR_REGS, CHPP_MSIX_PBA_OFFSET,
-                  CHPP_PCI_CAP_MSIX, errp) < 0) {
+    if (!chpp_hca_init_msix(s, errp)) {
         return false;
-    }
-    /* Every vector may carry an EQ, so all are in use for the device life. */
-    for (i = 0; i < s->params.msix_vectors; i++) {
-        msix_vector_use(pdev, i);
     }
     if (pcie_endpoint_cap_init(pdev, CHPP_PCI_CAP_EXP) < 0) {
         error_setg(errp, "chpp-hca: cannot add the PCIe capability");
         return false;
     }
     pcie_cap_flr_init(pdev);
-    if (!vf) {
-        chpp_sriov_init_pf(s);
+    return vf || chpp_sriov_init_pf(s, errp);
+}
+
+/*
+ * The link fails to come up: the PF takes its VFs back (QEMU 10.0 made
+ * them already) so that no VF outlives a PF that never existed.
+ */
+static bool chpp_link_realize_checked(ChppHcaState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ERRP_GUARD();
+
+    if (chpp_link_realize(s, errp)) {
+        chpp_link_fabric_realize(s, errp);
     }
-    return true;
+    if (!*errp) {
+        return true;
+    }
+    chpp_link_capture_close(s);
+    if (!pci_is_vf(pdev)) {
+        chpp_sriov_exit_pf(s);
+    }
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    return false;
+}
+
+static void chpp_hca_alloc_tables(ChppHcaState *s)
+{
+    s->mpts = g_new0(ChppMpt, s->params.num_mpts);
+    s->mtt = g_new0(uint64_t, s->params.num_mtts);
+    s->cqs = g_new0(ChppCq, s->params.num_cqs);
+    s->qps = g_new0(ChppQp, s->params.num_qps);
+    s->srqs = g_new0(ChppSrq, s->params.num_srqs);
+}
+
+static void chpp_hca_free_tables(ChppHcaState *s)
+{
+    g_free(s->srqs);
+    g_free(s->qps);
+    g_free(s->cqs);
+    g_free(s->mtt);
+    g_free(s->mpts);
 }
 
 static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
@@ -234,24 +296,24 @@ static void chpp_hca_realize(PCIDevice *pdev, Error **errp)
     if (pci_is_vf(pdev)) {
         chpp_sriov_vf_params(s);
     }
-    if (!chpp_hca_check_params(s, errp)) {
+    if (!chpp_hca_check_params(s, errp) ||
+        !chpp_link_capture_open(s, errp)) {
         return;
     }
     if (!chpp_hca_init_pci(s, errp)) {
+        chpp_link_capture_close(s);
         if (msix_present(pdev)) {
             msix_unuse_all_vectors(pdev);
             msix_uninit(pdev, &s->bar0, &s->bar0);
         }
         return;
     }
-    s->mpts = g_new0(ChppMpt, s->params.num_mpts);
-    s->mtt = g_new0(uint64_t, s->params.num_mtts);
-    s->cqs = g_new0(ChppCq, s->params.num_cqs);
-    s->qps = g_new0(ChppQp, s->params.num_qps);
-    s->srqs = g_new0(ChppSrq, s->params.num_srqs);
+    chpp_hca_alloc_tables(s);
     chpp_cmd_init(s);
     chpp_engine_init(s);
-    chpp_link_realize(s, errp);
+    if (!chpp_link_realize_checked(s, errp)) {
+        return;
+    }
     chpp_hca_soft_reset(s);
     chpp_debug_register(s, true);
 }
@@ -272,6 +334,7 @@ static void chpp_hca_exit(PCIDevice *pdev)
     if (!pci_is_vf(pdev)) {
         chpp_sriov_exit_pf(s);
     }
+    chpp_link_fabric_unrealize(s);
     chpp_link_unrealize(s);
     chpp_engine_stop(s);
     chpp_cmd_reset(s);
@@ -294,20 +357,76 @@ static void chpp_hca_finalize(Object *obj)
     if (s->cmd_bh) {
         chpp_cmd_fini(s);
     }
-    g_free(s->srqs);
-    g_free(s->qps);
-    g_free(s->cqs);
-    g_free(s->mtt);
-    g_free(s->mpts);
+    chpp_hca_free_tables(s);
+}
+
+/*
+ * A VF that VF Enable brings up takes the quotas its PF holds now.  QEMU
+ * 10 realizes the VFs with their PF, with the quotas in force then; a
+ * SET_VF_RES since (VFs disabled) changed them.  The VF was reset with its
+ * PF and nothing of it is in use: its tables, QP timers and MSI-X table
+ * are made anew at the new sizes.  With QEMU 7.2 the VFs were just
+ * realized with these quotas, and nothing changes.
+ */
+static void chpp_hca_vf_refit(ChppHcaState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    ChppHcaParams old = s->params, now;
+    uint8_t caps[PCI_CONFIG_SPACE_SIZE];
+    uint8_t off;
+
+    chpp_sriov_vf_params(s);
+    now = s->params;
+    if (now.num_qps == old.num_qps && now.num_cqs == old.num_cqs &&
+        now.num_eqs == old.num_eqs && now.num_mpts == old.num_mpts &&
+        now.num_pds == old.num_pds && now.num_mtts == old.num_mtts &&
+        now.msix_vectors == old.msix_vectors &&
+        now.num_srqs == old.num_srqs) {
+        return;
+    }
+    trace_chpp_hca_vf_refit(s->func, now.num_qps, now.msix_vectors);
+    /* The list as it was: msix_init() puts MSI-X first (migration). */
+    memcpy(caps, pdev->config, sizeof(caps));
+    s->params = old;
+    chpp_engine_stop(s);
+    chpp_engine_fini(s);
+    chpp_hca_free_tables(s);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    s->params = now;
+    /* The same capability at the same place, only smaller or larger. */
+    chpp_hca_init_msix(s, &error_abort);
+    pdev->config[PCI_CAPABILITY_LIST] = caps[PCI_CAPABILITY_LIST];
+    for (off = caps[PCI_CAPABILITY_LIST]; off;
+         off = caps[off + PCI_CAP_LIST_NEXT]) {
+        pdev->config[off + PCI_CAP_LIST_NEXT] = caps[off + PCI_CAP_LIST_NEXT];
+    }
+    chpp_hca_alloc_tables(s);
+    chpp_engine_init(s);
+    chpp_hca_soft_reset(s);
+}
+
+void chpp_hca_vfs_enabled(ChppHcaState *pf)
+{
+    PCIDevice *pdev = PCI_DEVICE(pf);
+    uint16_t i, n = pcie_sriov_num_vfs(pdev);
+
+    for (i = 0; i < n; i++) {
+        chpp_hca_vf_refit(CHPP_HCA(pcie_sriov_get_vf_at_index(pdev, i)));
+    }
 }
 
 static void chpp_hca_write_config(PCIDevice *pdev, uint32_t addr,
                                   uint32_t val, int len)
 {
     uint8_t *devctl = pdev->config + pdev->exp.exp_cap + PCI_EXP_DEVCTL;
+    bool vfs = !pci_is_vf(pdev) && pcie_sriov_num_vfs(pdev);
     bool flr;
 
     pci_default_write_config(pdev, addr, val, len);
+    if (!pci_is_vf(pdev) && !vfs && pcie_sriov_num_vfs(pdev)) {
+        chpp_hca_vfs_enabled(CHPP_HCA(pdev));
+    }
     flr = pci_get_word(devctl) & PCI_EXP_DEVCTL_BCR_FLR;
     pcie_cap_flr_write_config(pdev, addr, val, len);
     /* The PF learns that a VF was reset under it. */
@@ -326,8 +445,18 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT8("sriov-max-vfs", ChppHcaState, params.sriov_max_vfs,
                       CHPP_MAX_VFS),
     DEFINE_PROP_UINT16("node-id", ChppHcaState, params.node_id, 0),
+    DEFINE_PROP_UINT8("vcs", ChppHcaState, params.data_vcs, 1),
     DEFINE_PROP_CHR("chardev", ChppHcaState, link.chr),
+    DEFINE_PROP_NETDEV("netdev", ChppHcaState, link.nic_conf.peers),
+    DEFINE_PROP_UINT32("link-hello-ms", ChppHcaState, link.hello_ms, 500),
+    DEFINE_PROP_UINT32("link-peer-timeout-ms", ChppHcaState, link.lost_ms,
+                       3000),
+    DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
+                       CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
+    DEFINE_PROP_STRING("capture", ChppHcaState, link.capture_path),
+    DEFINE_PROP_SIZE("capture-max", ChppHcaState, link.capture_max,
+                     CHPP_CAPTURE_MAX_DEFAULT),
     DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
                        CHPP_LINK_RING_DEFAULT),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
@@ -421,9 +550,26 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "chardev", "chardev (a socket) of the link to the "
                        "peer adapter; without one only this node is "
                        "reachable");
+    chpp_hca_prop_desc(oc, "vcs", "data virtual channels of the link (1, 2 "
+                       "or 4; node d's packets on VC d mod vcs), plus the "
+                       "GET VC; both ends must agree");
+    chpp_hca_prop_desc(oc, "netdev", "netdev of the link to the adapters "
+                       "of an Ethernet segment (docs/fabric.md); exclusive "
+                       "with chardev");
+    chpp_hca_prop_desc(oc, "link-hello-ms", "netdev link: HELLO broadcast "
+                       "period, ms (keepalive)");
+    chpp_hca_prop_desc(oc, "link-peer-timeout-ms", "netdev link: a peer "
+                       "silent this long is lost, ms (above link-hello-ms)");
+    chpp_hca_prop_desc(oc, "link-credits", "netdev link: frames granted per "
+                       "peer and VC (1..4096)");
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");
+    chpp_hca_prop_desc(oc, "capture", "pcap file of every record sent and "
+                       "received on the chardev link, framed as the "
+                       "Ethernet link frames them (docs/capture.md)");
+    chpp_hca_prop_desc(oc, "capture-max", "bytes the capture file may "
+                       "reach; then the capture stops");
     chpp_hca_prop_desc(oc, "x-link-ring-size", "bytes the link's reader "
                        "thread reads ahead (power of two, %s..%s; for tests)",
                        ring_min, ring_max);
@@ -506,10 +652,10 @@ static void chpp_hca_class_init(ObjectClass *oc, void *data)
     pc->revision = CHPP_PCI_REVISION;
 
     dc->desc = "cHPP host channel adapter (RDMA NIC)";
-    dc->reset = chpp_hca_qdev_reset;
+    device_class_set_legacy_reset(dc, chpp_hca_qdev_reset);
     dc->vmsd = &vmstate_chpp_hca;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
-    device_class_set_props(dc, chpp_hca_props);
+    chpp_device_class_set_props(dc, chpp_hca_props);
     chpp_hca_prop_descs(oc);
 }
 

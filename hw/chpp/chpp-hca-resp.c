@@ -725,7 +725,8 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
         chpp_count(s, CHPP_CNT_MAGIC_DROPS);
         chpp_resp_drop(s, pkt, "QP magic mismatch");
         if (pkt->from_link) {
-            chpp_link_magic_miss(s, pkt->dst_qpn, pkt->magic);
+            chpp_link_magic_miss(s, pkt->src_node, pkt->dst_qpn,
+                                 pkt->magic);
         }
         return;
     }

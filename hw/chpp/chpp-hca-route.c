@@ -29,12 +29,12 @@ static void chpp_route_timed(ChppHcaState *s, ChppHcaState *to, ChppPkt *pkt,
         due = MAX(due, qp->eng.tx_due[resp]);
         qp->eng.tx_due[resp] = due;
     }
-    chpp_timing_rx_push(to, pkt->vc % CHPP_NUM_VCS, frame, due);
+    chpp_timing_rx_push(to, pkt->vc, frame, due);
     chpp_engine_kick_at(to, due);
 }
 
 /*
- * A node reaches itself by loopback and its peer over the link.  The
+ * A node reaches itself by loopback and its peers over the link.  The
  * packet's source is set by the caller.
  */
 static bool chpp_route_frame(ChppHcaState *s, ChppPkt *pkt)
@@ -61,12 +61,12 @@ static bool chpp_route_frame(ChppHcaState *s, ChppPkt *pkt)
         if (chpp_timing_active(s)) {
             chpp_route_timed(s, to, pkt, g_byte_array_new_take(frame, len));
         } else {
-            g_queue_push_tail(to->wire_rx[pkt->vc % CHPP_NUM_VCS],
+            g_queue_push_tail(to->wire_rx[pkt->vc],
                               g_byte_array_new_take(frame, len));
             chpp_engine_kick(to);
         }
     } else if (!chpp_link_send(chpp_pf(s), pkt->dst_node,
-                               pkt->vc % CHPP_NUM_VCS,
+                               pkt->vc,
                                g_byte_array_new_take(frame, len))) {
         /* Frames for the link carry room for the record header. */
         trace_chpp_hca_err_pkt_no_route(s->func, pkt->dst_node);
@@ -78,25 +78,46 @@ static bool chpp_route_frame(ChppHcaState *s, ChppPkt *pkt)
     return true;
 }
 
+/*
+ * The channel of a packet of class @cls (CHPP_VC_DATA or CHPP_VC_GET) for
+ * node @dst: Dest-Mod over the data VCs, GETs on the GET VC after them.
+ */
+static uint8_t chpp_route_vc(ChppHcaState *s, uint8_t cls, uint16_t dst)
+{
+    unsigned data = chpp_num_vcs(s) - 1;
+
+    return cls == CHPP_VC_GET ? data : dst % data;
+}
+
+/*
+ * @pkt->vc holds its class; it leaves on its channel.  Senders reuse a
+ * packet for the next one: the class stays.
+ */
 static bool chpp_route_one(ChppHcaState *s, ChppPkt *pkt)
 {
+    uint8_t cls = pkt->vc;
+    bool sent;
+
+    pkt->vc = chpp_route_vc(s, cls, pkt->dst_node);
     pkt->src_node = s->params.node_id;
     pkt->src_vf = s->func;
-    return chpp_route_frame(s, pkt);
+    sent = chpp_route_frame(s, pkt);
+    pkt->vc = cls;
+    return sent;
 }
 
 /*
  * A multicast datagram (dst_qpn CHPP_MCAST_QPN): one copy to every
  * function of this node, each delivering it to its QPs attached to the
- * MLID, and one to the peer's PF, which gives its VFs theirs
+ * MLID, and one to each peer's PF that is up, which gives its VFs theirs
  * (chpp_route_fan_out()).  The payload is encoded into each copy.
  */
 static bool chpp_route_mcast(ChppHcaState *s, ChppPkt *pkt)
 {
     ChppHcaState *pf = chpp_pf(s);
-    uint32_t link = chpp_link_status(s);
+    uint16_t nodes[CHPP_LINK_PEERS_MAX];
+    unsigned fn, i, n = chpp_link_nodes_up(s, nodes, ARRAY_SIZE(nodes));
     uint8_t *frame = pkt->frame;
-    unsigned fn;
 
     for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
         if (chpp_function(pf, fn)) {
@@ -106,9 +127,9 @@ static bool chpp_route_mcast(ChppHcaState *s, ChppPkt *pkt)
             chpp_route_one(s, pkt);
         }
     }
-    if (link & CHPP_LINK_UP) {
+    for (i = 0; i < MIN(n, ARRAY_SIZE(nodes)); i++) {
         pkt->frame = NULL;
-        pkt->dst_node = link >> CHPP_LINK_PEER_SHIFT;
+        pkt->dst_node = nodes[i];
         pkt->dst_vf = 0;
         chpp_route_one(s, pkt);
     }
@@ -144,7 +165,8 @@ void chpp_route_fan_out(ChppHcaState *s, ChppPkt *pkt)
 }
 
 /*
- * Responses and data (VC0) go first, so GETs never block their answers.
+ * Responses and data (the data VCs) go first, so GETs (the GET VC, the
+ * last) never block their answers.
  * Loopback frames are decoded here; link frames were decoded on arrival.
  */
 ChppPkt *chpp_route_next(ChppHcaState *s)
@@ -175,7 +197,7 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
         if (!pkt && chpp_link_rx_ready(s)) {
             pkt = g_queue_pop_head(s->link_rx[vc]);
             if (pkt) {
-                chpp_link_consumed(chpp_pf(s), vc);
+                chpp_link_consumed(chpp_pf(s), pkt->src_node, vc);
             }
         }
         if (pkt) {

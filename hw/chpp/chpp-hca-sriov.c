@@ -99,23 +99,26 @@ void chpp_sriov_vf_params(ChppHcaState *s)
     s->dma_any_target = pf->dma_any_target;
 }
 
-void chpp_sriov_init_pf(ChppHcaState *s)
+bool chpp_sriov_init_pf(ChppHcaState *s, Error **errp)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
 
     chpp_sriov_defaults(s);
     if (!s->params.sriov_max_vfs) {
-        return;
+        return true;
     }
-    pcie_ari_init(pdev, CHPP_PCI_EXT_CAP_ARI, 0);
+    chpp_compat_ari_init(pdev, CHPP_PCI_EXT_CAP_ARI);
     /*
      * InitialVFs = TotalVFs: without VF Migration the SR-IOV specification
      * requires it, and Linux refuses to enable VFs otherwise (-EIO).
      */
-    pcie_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV, TYPE_CHPP_HCA_VF,
-                       s->params.vf_device_id, s->params.sriov_max_vfs,
-                       s->params.sriov_max_vfs, CHPP_VF_OFFSET,
-                       CHPP_VF_STRIDE);
+    if (!chpp_compat_sriov_pf_init(pdev, CHPP_PCI_EXT_CAP_SRIOV,
+                                   TYPE_CHPP_HCA_VF, s->params.vf_device_id,
+                                   s->params.sriov_max_vfs,
+                                   s->params.sriov_max_vfs, CHPP_VF_OFFSET,
+                                   CHPP_VF_STRIDE, errp)) {
+        return false;
+    }
     pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_REGS,
                               PCI_BASE_ADDRESS_MEM_TYPE_64, CHPP_BAR0_SIZE);
     pcie_sriov_pf_init_vf_bar(pdev, CHPP_BAR_UAR,
@@ -123,6 +126,7 @@ void chpp_sriov_init_pf(ChppHcaState *s)
                               PCI_BASE_ADDRESS_MEM_PREFETCH,
                               CHPP_VF_UAR_PAGES * CHPP_UAR_PAGE_SIZE);
     pcie_acs_init(pdev, CHPP_PCI_EXT_CAP_ACS);
+    return true;
 }
 
 void chpp_sriov_exit_pf(ChppHcaState *s)
@@ -136,7 +140,7 @@ void chpp_sriov_exit_pf(ChppHcaState *s)
 void chpp_sriov_reset_pf(ChppHcaState *s)
 {
     if (s->params.sriov_max_vfs) {
-        pcie_sriov_pf_disable_vfs(PCI_DEVICE(s));
+        chpp_compat_sriov_pf_reset(PCI_DEVICE(s));
     }
 }
 

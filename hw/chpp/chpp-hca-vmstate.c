@@ -262,6 +262,7 @@ static int chpp_sriov_post_load(void *opaque, int version_id)
             chpp_vfs_remove(pdev);
             return chpp_refuse(s, "cannot create the VFs");
         }
+        chpp_upcalls.vfs_enabled(s);
         for (i = 0; i < s->mig_num_vfs; i++) {
             s->mig_vfs[i] = CHPP_HCA(pcie_sriov_get_vf_at_index(pdev, i));
         }

@@ -187,7 +187,7 @@ ChppPkt *chpp_wire_decode_keep(ChppHcaState *s, const uint8_t *buf,
 
     /* The figure 6 header must agree with the extension. */
     chpp_hdr_encode(pkt, hdr);
-    if (memcmp(hdr, buf, CHPP_WIRE_HDR_SIZE) || pkt->vc >= CHPP_NUM_VCS ||
+    if (memcmp(hdr, buf, CHPP_WIRE_HDR_SIZE) || pkt->vc >= chpp_num_vcs(s) ||
         pkt->psn > CHPP_PSN_MASK) {
         g_free(pkt);
         return chpp_wire_bad(s, "header disagrees with the extension");

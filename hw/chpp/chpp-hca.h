@@ -10,9 +10,9 @@
 #include "hw/pci/pcie_sriov.h"
 #include "qom/object.h"
 #include "qemu/timer.h"
-#include "sysemu/dma.h"
-#include "sysemu/runstate.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chardev/char-fe.h"
+#include "net/net.h"
 #include "hw/chpp/chpp-hca-abi.h"
 #include "hw/chpp/chpp-wire.h"
 #include "chpp-hca-timing.h"
@@ -33,6 +33,7 @@ typedef struct ChppHcaParams {
     uint16_t device_id;
     uint16_t vf_device_id;
     uint16_t node_id;
+    uint8_t data_vcs;           /* property vcs: 1, 2 or 4 */
     uint32_t num_qps;
     uint32_t num_cqs;
     uint32_t num_eqs;
@@ -319,15 +320,66 @@ typedef struct ChppDbErr {
 #define CHPP_DB_LOST_NONE       UINT32_MAX
 #define CHPP_DEFERRED_DEPTH     (CHPP_DB_ERR_QUEUE_DEPTH + CHPP_MAX_VFS)
 
-/* Link to another adapter over a chardev byte stream (chpp-hca-link.c). */
-typedef struct ChppLink {
-    CharBackend chr;
-    bool use_thread;            /* property link-thread */
-    uint32_t ring_size;         /* property x-link-ring-size */
-    bool up;                    /* HELLO exchanged, peer accepted */
-    uint16_t peer_node;
+/*
+ * One peer node of the link (chpp-hca-link.c): the connection's peer on a
+ * chardev, any node met on the segment over Ethernet (docs/fabric.md).
+ */
+typedef struct ChppPeer {
+    bool used;                  /* the slot holds a node */
+    bool up;                    /* handshake done: frames flow */
+    uint16_t node;
+    uint32_t epoch;             /* Ethernet: the peer's link start */
+    int64_t last_seen;          /* Ethernet: realtime ns, its last record */
+    int64_t last_credit[CHPP_NUM_VCS];  /* realtime ns of its last CREDIT */
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
     uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
+    uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
+    uint16_t tx_seq[CHPP_NUM_VCS];      /* Ethernet: next FRAME's seq */
+    uint16_t rx_seq[CHPP_NUM_VCS];      /* Ethernet: next seq expected */
+    uint32_t credited[CHPP_NUM_VCS];    /* Ethernet: credits given, total */
+    uint32_t credit_seen[CHPP_NUM_VCS]; /* Ethernet: peer's last total */
+    /* Statistics of this peer (state property; not migrated) */
+    uint64_t tx_frames;
+    uint64_t rx_frames;
+    uint64_t lost;              /* seq gaps: frames the segment lost */
+    uint64_t late;              /* late or duplicate seq, dropped */
+    uint64_t probes;            /* PROBE records sent */
+} ChppPeer;
+
+/* Statistics of one virtual channel (state property; not migrated) */
+typedef struct ChppVcStats {
+    uint64_t tx_frames;
+    uint64_t tx_bytes;
+    uint64_t credit_stalls;     /* times its head waited for credits */
+    uint64_t hol_stalls;        /* ... with frames for others behind it */
+    int64_t blocked_since;      /* realtime ns; 0: not blocked */
+    bool hol;                   /* this stall counted as HOL already */
+    uint64_t blocked_ns;        /* time its head waited, in all */
+    uint32_t backlog_max;
+} ChppVcStats;
+
+/*
+ * Link to other adapters (chpp-hca-link.c): over a chardev byte stream to
+ * one peer, or over a QEMU netdev (chpp-hca-link-eth.c) to a segment.
+ */
+typedef struct ChppLink {
+    CharBackend chr;
+    NICConf nic_conf;           /* property netdev */
+    struct ChppLinkEth *eth;    /* Ethernet transport, NULL: chardev */
+    uint32_t hello_ms;          /* property link-hello-ms */
+    uint32_t lost_ms;           /* property link-peer-timeout-ms */
+    uint32_t eth_credits;       /* property link-credits (Ethernet) */
+    uint32_t epoch;             /* Ethernet: random per link start */
+    QEMUTimer *tick;            /* Ethernet: HELLO, peer loss, probes */
+    int64_t next_hello;         /* realtime ns */
+    bool use_thread;            /* property link-thread */
+    uint32_t ring_size;         /* property x-link-ring-size */
+    char *capture_path;         /* property capture (chardev) */
+    uint64_t capture_max;       /* property capture-max */
+    struct ChppCapture *cap;    /* its file, NULL: no capture */
+    bool up;                    /* at least one peer up */
+    ChppPeer peers[CHPP_LINK_PEERS_MAX];  /* chardev: [0] only */
+    ChppVcStats vcs[CHPP_NUM_VCS];
     GQueue *backlog[CHPP_NUM_VCS];      /* frames waiting for credits */
     GQueue *outq;               /* records (GByteArray) not yet written */
     uint32_t out_off;           /* bytes of the first already written */
@@ -336,10 +388,10 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
-    uint32_t queued[CHPP_NUM_VCS];      /* frames in functions' link_rx */
     bool rx_paused;             /* backlog full: link_rx is not served */
     uint32_t refusals;          /* handshakes refused, either side, ever */
     bool outq_full;             /* outq reached CHPP_LINK_OUTQ_MAX */
@@ -414,8 +466,8 @@ struct ChppHcaState {
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
-    GQueue *wire_rx[2];         /* loopback frames per virtual channel */
-    GQueue *link_rx[2];         /* decoded ChppPkt from the link per VC */
+    GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
+    GQueue *link_rx[CHPP_NUM_VCS];  /* decoded ChppPkt from the link per VC */
     GQueue *timed_rx;           /* timing mode: loopback frames not due yet */
     ChppTimingModel timing;     /* PF: the timing model's resources */
     ChppLink link;
@@ -491,6 +543,8 @@ typedef struct ChppUpcalls {
     void (*link_changed)(ChppHcaState *s);
     /* chpp-hca-qp.c -> chpp-hca-engine.c: @qp left @old_state. */
     void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
+    /* chpp-hca-vmstate.c -> chpp-hca-pci.c: a load set VF Enable. */
+    void (*vfs_enabled)(ChppHcaState *pf);
 } ChppUpcalls;
 extern const ChppUpcalls chpp_upcalls;
 
@@ -500,6 +554,12 @@ static inline ChppHcaState *chpp_pf(ChppHcaState *s)
     PCIDevice *pf = pcie_sriov_get_pf(PCI_DEVICE(s));
 
     return pf ? CHPP_HCA(pf) : s;
+}
+
+/* Virtual channels in use: the data VCs and the GET VC (their last). */
+static inline unsigned chpp_num_vcs(ChppHcaState *s)
+{
+    return chpp_pf(s)->params.data_vcs + 1;
 }
 
 /* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
@@ -541,6 +601,7 @@ void chpp_tx_dequeued(ChppHcaState *s);
 
 /* chpp-hca-pci.c */
 void chpp_hca_soft_reset(ChppHcaState *s);
+void chpp_hca_vfs_enabled(ChppHcaState *pf);
 
 /*
  * chpp-hca-dma.c: every DMA and MSI-X message of the device.  DMA reaches
@@ -781,7 +842,7 @@ void chpp_sriov_defaults(ChppHcaState *s);
 const char *chpp_vf_res_invalid(ChppHcaState *pf, const ChppFnRes *r,
                                 uint32_t *val, uint32_t *max);
 void chpp_sriov_vf_params(ChppHcaState *s);
-void chpp_sriov_init_pf(ChppHcaState *s);
+bool chpp_sriov_init_pf(ChppHcaState *s, Error **errp);
 void chpp_sriov_exit_pf(ChppHcaState *s);
 void chpp_sriov_reset_pf(ChppHcaState *s);
 void chpp_sriov_vf_flr(ChppHcaState *s);
@@ -789,27 +850,37 @@ uint8_t chpp_cmd_vf_res(ChppHcaState *s, bool set, uint32_t fn,
                         uint64_t mailbox);
 ChppHcaState *chpp_arb_pick(ChppHcaState *pf);
 
-/* chpp-hca-link.c: the chardev link to a peer adapter. */
-void chpp_link_realize(ChppHcaState *s, Error **errp);
+/* chpp-hca-link-fabric.c: the link on an Ethernet segment (netdev). */
+void chpp_link_fabric_realize(ChppHcaState *s, Error **errp);
+void chpp_link_fabric_unrealize(ChppHcaState *s);
+
+/* chpp-hca-link.c: the link to peer adapters (chardev or netdev). */
+bool chpp_link_realize(ChppHcaState *s, Error **errp);
 void chpp_link_unrealize(ChppHcaState *s);
+bool chpp_link_capture_open(ChppHcaState *s, Error **errp);
+void chpp_link_capture_close(ChppHcaState *s);
 void chpp_link_reset(ChppHcaState *s);
 void chpp_link_add_properties(Object *obj);
 bool chpp_link_attached(ChppHcaState *s);
 /*
  * Send an encoded frame (takes ownership); false: no route to @node.  The
- * frame starts CHPP_LINK_HEADROOM bytes into @frame, room for the link's
- * record header, so that it is written without a copy.
+ * frame starts CHPP_LINK_HEADROOM bytes into @frame, room for an Ethernet
+ * header and the link's record header, so that it is sent without a copy
+ * (a byte stream skips the Ethernet header).
  */
-#define CHPP_LINK_HEADROOM sizeof(struct chpp_link_rec)
+#define CHPP_LINK_HEADROOM (CHPP_ETH_HDR_SIZE + sizeof(struct chpp_link_rec))
 bool chpp_link_send(ChppHcaState *s, uint16_t node, uint8_t vc,
                     GByteArray *frame);
-/* The engine consumed a frame of @vc that came from the link. */
-void chpp_link_consumed(ChppHcaState *s, uint8_t vc);
+/* The engine consumed a frame of @vc that came from node @from. */
+void chpp_link_consumed(ChppHcaState *s, uint16_t from, uint8_t vc);
 /* May functions take the peer's frames (false: back-pressure)? */
 bool chpp_link_rx_ready(ChppHcaState *s);
 /* A frame from the link for QP @qpn of @s carried the wrong @magic. */
-void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic);
+void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
+                          uint8_t magic);
 uint32_t chpp_link_status(ChppHcaState *s);
+/* Nodes up on the link, lowest first, at most @max; how many there are. */
+unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);

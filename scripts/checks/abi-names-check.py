@@ -16,6 +16,12 @@ the only name tables.
   view, "db-fifo-overflow", and of the driver's hw_counters,
   "db_fifo_overflow").
 
+- The wire header's names (include/hw/chpp/chpp-wire.h: packet types,
+  opcodes, syndromes, record types, refusals, flag bits) reach the
+  Wireshark dissector only through scripts/wireshark/chpp-lua.py, whose
+  parse the C compiler confirms; the dissector's source pairs no three
+  names of a list with numbers (it may look names up, not give values).
+
 Exits 0 and prints a summary when everything holds, 1 otherwise.
 """
 import glob
@@ -28,6 +34,17 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts/gdb"))
 import chpp_abi  # noqa: E402
+import importlib.util  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "chpp_lua", os.path.join(ROOT, "scripts/wireshark/chpp-lua.py"))
+chpp_lua = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chpp_lua)
+WIRE_SOURCES = ["scripts/wireshark/*.lua"]
+# The dissector looks names up ("IMM" is the flag it tests), but a name
+# next to a number ([3] = "WRITE", { 16, "IMM" }, "ACK": 9) restates a value.
+NUM = r"\b(?:0[xX][0-9a-fA-F]+|\d+)\b"
+PAIRED = NUM + r'\s*\]?\s*[=,:]\s*"%s"|"%s"\s*\]?\s*[=,:]\s*' + NUM
 
 # list kind -> (enumerator prefix, name function)
 KINDS = {
@@ -137,12 +154,32 @@ def main():
                          % (os.path.relpath(path, ROOT), kind, quoted,
                             KINDS.get(kind, ("", "chpp_*_name"))[1]))
 
+    # The wire header's names: parsed and compiled alike, not restated.
+    enums, flags, _, values, _, _ = chpp_lua.wire()
+    wire_lists = {n: [short for _, short in items] for n, items in enums.items()}
+    for prefix, names in flags.items():
+        wire_lists[prefix] = [n[len(prefix):] for n in names]
+    for n, items in enums.items():
+        if any(e not in values for e, _ in items):
+            fail("chpp-wire.h: enum %s parsed differently from the compiler" % n)
+    for pattern in WIRE_SOURCES:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            text = open(path).read()
+            for n, names in wire_lists.items():
+                quoted = [x for x in names if re.search(
+                    PAIRED % (re.escape(x), re.escape(x)), text)]
+                if len(quoted) >= 3:
+                    fail("%s restates %s names %s: take them from W"
+                         % (os.path.relpath(path, ROOT), n, quoted))
+
     for e in errors:
         print("abi-names: " + e)
     if errors:
         return 1
-    print("abi-names: %s lists, C and chpp_abi.py agree, no restated tables"
-          % ", ".join("%s (%d)" % (k, len(abi.lists[k])) for k in KINDS))
+    print("abi-names: %s lists, C and chpp_abi.py agree, no restated tables;"
+          " chpp-wire.h: %d name lists, none restated by the dissector"
+          % (", ".join("%s (%d)" % (k, len(abi.lists[k])) for k in KINDS),
+             len(wire_lists)))
     return 0
 
 

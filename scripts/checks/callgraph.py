@@ -39,11 +39,14 @@ LAYERS = [
     ["chpp-hca-mr.c", "chpp-hca-eq.c"],
     ["chpp-hca-db-error.c"],
     ["chpp-hca-cq.c", "chpp-hca-sriov.c"],
-    # the link to the peer: its socket, the wire format, its protocol, the
-    # port it makes, and the routing of frames to loopback or the link
-    ["chpp-hca-link-io.c"],
+    # the link to the peer: its socket, Ethernet transport and capture
+    # file, the wire format, its protocol, the port it makes, and the
+    # routing of frames to loopback or the link
+    ["chpp-hca-link-io.c", "chpp-hca-link-eth.c", "chpp-hca-capture.c"],
     ["chpp-hca-wire.c"],
+    ["chpp-hca-link-stream.c"],
     ["chpp-hca-link.c"],
+    ["chpp-hca-link-fabric.c"],
     ["chpp-hca-port.c"],
     # the port's management agents (SMA, PMA) behind MAD_IFC
     ["chpp-hca-mad.c"],

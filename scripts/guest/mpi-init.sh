@@ -15,7 +15,9 @@
 # there, as ssh would. Open MPI's own launcher, daemon (orted), PMIx and
 # I/O forwarding then work unchanged.
 #
-#   mpi_setup           both nodes: names, passwd, limits, /dev/shm; node 2's listener
+#   mpi_setup           every node: names, passwd, limits, /dev/shm; the
+#                       listener on every node but node 1 (chpp.nodes=N of the
+#                       fabric's guests, scripts/guest/fabric-init.sh: N nodes)
 #   mpi_run DEV [ARGS]  node 1: mpirun of chpp-mpi-test on DEV (ARGS: more mpirun
 #                       options), result published to node 2 as /www/mpiDEV;
 #                       node 2 waits for it
@@ -27,7 +29,8 @@ RSHD_PORT=8022
 
 mpi_setup() {
     hostname "chpp-node$NODE"
-    printf '127.0.0.1 localhost\n10.0.2.1 chpp-node1\n10.0.2.2 chpp-node2\n' >/etc/hosts
+    echo '127.0.0.1 localhost' >/etc/hosts
+    for m in $(seq 1 "${NODES:-2}"); do echo "10.0.2.$m chpp-node$m" >>/etc/hosts; done
     printf 'passwd: files\ngroup: files\nhosts: files\n' >/etc/nsswitch.conf
     export HOME=/root TMPDIR=/tmp
     export UCX_MODULE_DIR=/usr/lib/x86_64-linux-gnu/ucx
@@ -41,7 +44,7 @@ mpi_setup() {
         "$RSHD_PORT" >/bin/chpp-rsh
     printf '#!/bin/sh\nread -r cmd\nexec sh -c "$cmd" 2>&1\n' >/bin/chpp-rshd
     chmod +x /bin/chpp-rsh /bin/chpp-rshd
-    if [ "$NODE" = 2 ]; then
+    if [ "$NODE" != 1 ]; then
         nc -ll -p "$RSHD_PORT" -e /bin/chpp-rshd &
         w=0
         until listening "$RSHD_PORT"; do
@@ -51,7 +54,7 @@ mpi_setup() {
         echo up >/www/rshd
     fi
     say "mpi: $(mpirun --allow-run-as-root --version 2>&1 | head -n 1)," \
-        "launcher chpp-rsh (node 2 listens on port $RSHD_PORT)"
+        "launcher chpp-rsh (nodes 2..${NODES:-2} listen on port $RSHD_PORT)"
 }
 
 # mpi_run DEV [EXTRA-ENV...]: chpp-mpi-test, rank 0 on node 1, rank 1 on

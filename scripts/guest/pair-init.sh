@@ -8,6 +8,8 @@
 #   chpp.mode=pair    two guests: traffic with the peer over the link
 #   chpp.mode=single  one guest: loopback traffic (QP connected to itself)
 #   chpp.mode=vfio    one guest with an IOMMU: VFs through VFIO (/chpp/vfio-init.sh)
+#   chpp.mode=fabric  N guests on the fabric (/chpp/fabric-init.sh: chpp.nodes,
+#                     chpp.stage)
 #   chpp.loops=K      load/unload chpp_hca K times before the traffic test
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
@@ -108,6 +110,8 @@ fetch() {
     return 1
 }
 
+field() { echo "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
+
 port_state() { cat "/sys/class/infiniband/${1:-chpp0}/ports/1/state" 2>/dev/null; }
 
 # Wait until the ib device exists with its port ACTIVE (the link may come
@@ -166,6 +170,10 @@ watch_driver() {
         fi
     done
 }
+
+if [ "$MODE" = fabric ] && [ "$NOTEST" != 1 ]; then
+    . /chpp/fabric-init.sh   # ends with finish
+fi
 
 if [ "$NOTEST" = 1 ]; then
     load_driver
@@ -252,8 +260,6 @@ insmod "$CHPP_MODDIR/chpp_test.ko" || fail "insmod chpp_test"
 echo setup >"$CT/ctl" || fail "test setup"
 INFO=$(cat "$CT/info")
 say "local $INFO"
-
-field() { echo "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
 
 if [ "$MODE" = pair ]; then
     echo "$INFO" >/www/info

@@ -10,6 +10,14 @@ CHPP_BUILD="$CHPP_ROOT/build"
 CHPP_QEMU_SRC="$CHPP_BUILD/src/qemu-7.2+dfsg"
 CHPP_QEMU_BUILD="$CHPP_BUILD/qemu"
 CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
+# QEMU 10.0 beside it (docs/build.md): upstream 10.0.2 as Debian 12's
+# backports suite ships it, built by scripts/build-qemu.sh --qemu 10.
+CHPP_QEMU10_SRC="$CHPP_BUILD/src/qemu-10.0.2"
+CHPP_QEMU10_BUILD="$CHPP_BUILD/qemu10"
+# The Python QEMU 10's configure runs: Debian's, plus meson 1.7 from the
+# backports suite unpacked into this venv (QEMU 10 needs meson >= 1.5; the
+# system's meson 1.0 stays for QEMU 7.2). scripts/setup.sh makes it.
+CHPP_QEMU10_PYTHON="$CHPP_BUILD/tools/qemu10-python/bin/python3"
 # PATH may hold a pyenv python; QEMU and meson must use Debian's.
 CHPP_PYTHON=/usr/bin/python3
 

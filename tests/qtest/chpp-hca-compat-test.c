@@ -38,7 +38,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
@@ -188,11 +187,19 @@ typedef struct Stream {
      * checks that it is refused cleanly.
      */
     const char *refused;
+    /*
+     * The versioned machine type "q35" stood for in the build that saved
+     * it: a later QEMU loads the stream into that machine (its promise of
+     * migration from older versions), so that the QEMU core's sections
+     * load too and the test checks the device's (docs/build.md, "QEMU
+     * 10.0").  NULL: this build's q35.
+     */
+    const char *machine;
 } Stream;
 
 static const Stream streams[] = {
     /* Made by the build of commit f611fc1 (ABI 1.4, section version 2). */
-    { "abi-1.4", "chpp-hca-abi-1.4.stream.gz", NULL },
+    { "abi-1.4", "chpp-hca-abi-1.4.stream.gz", NULL, "pc-q35-7.2" },
 };
 
 /* The stream a case loads: the generated one, or committed ones. */
@@ -204,7 +211,8 @@ static const char *generated;
  * "-m MEM -bios <a file of BIOS_SIZE zero bytes>".  QEMU reads the BIOS
  * when it starts: call extra_args_free() once it runs.
  */
-static char *extra_args_new(void)
+/* @machine overrides the helpers' "-machine q35" (the later one wins). */
+static char *extra_args_new(const char *machine)
 {
     g_autofree char *dir = g_dir_make_tmp("chpp-compat-XXXXXX", NULL);
     g_autofree char *bios = NULL;
@@ -213,7 +221,9 @@ static char *extra_args_new(void)
     g_assert(dir);
     bios = g_build_filename(dir, "bios.bin", NULL);
     g_assert(g_file_set_contents(bios, zero, BIOS_SIZE, NULL));
-    return g_strdup_printf("-m " MEM " -bios %s", bios);
+    return g_strdup_printf("-m " MEM " %s%s -bios %s",
+                           machine ? "-machine " : "", machine ? machine : "",
+                           bios);
 }
 
 static void extra_args_free(char *args)
@@ -659,7 +669,7 @@ static void save_gz(QTestState *qts, const char *path)
 static void test_generate(const void *opaque)
 {
     const char *path = opaque;
-    char *extra = extra_args_new();
+    char *extra = extra_args_new(NULL);
     ChppPf *p = chpp_pf_start(PROPS, extra);
     Compat c = { .p = p };
     Fn *pf = &c.fn[0], *vf1 = &c.fn[1], *vf2 = &c.fn[2];
@@ -760,12 +770,12 @@ static char *stream_path(const Stream *s)
     return path;
 }
 
-/* Start a destination and have it load @path. */
-static ChppDev *load_start(const char *path)
+/* Start a destination and have it load @s's stream from @path. */
+static ChppDev *load_start(const char *path, const Stream *s)
 {
     g_autofree char *quoted = g_shell_quote(path);
     g_autofree char *uri = g_strdup_printf("exec:gzip -dc %s", quoted);
-    char *extra = extra_args_new();
+    char *extra = extra_args_new(s->machine);
     ChppDev *d = chpp_start_incoming_extra(PROPS, extra, "defer");
 
     extra_args_free(extra);
@@ -843,7 +853,7 @@ static ChppDev *vf_handle(ChppDev *pf, int fn)
 static void compat_load(Compat *c, const Stream *s)
 {
     g_autofree char *path = stream_path(s);
-    ChppDev *d = load_start(path);
+    ChppDev *d = load_start(path, s);
     int64_t end = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
     uint64_t skip;
     int i;
@@ -1282,9 +1292,9 @@ static void test_vfs(const void *opaque)
 /* A stream made incompatible on purpose: refused, QEMU exits with 1. */
 static void test_refused(const void *opaque)
 {
-    g_autofree char *path = stream_path(opaque);
-    ChppDev *d = load_start(path);
     const Stream *s = opaque;
+    g_autofree char *path = stream_path(s);
+    ChppDev *d = load_start(path, s);
     int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
 
     g_test_message("%s: incompatible on purpose: %s", path, s->refused);
@@ -1326,7 +1336,7 @@ static void add_cases(const Stream *s)
 
 int main(int argc, char **argv)
 {
-    static const Stream gen = { "generated", NULL, NULL };
+    static const Stream gen = { "generated", NULL, NULL, NULL };
     unsigned i;
 
     g_test_init(&argc, &argv, NULL);

@@ -11,8 +11,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "standard-headers/linux/pci_regs.h"
-#include "qapi/qmp/qbool.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 #define EQ_SIZE     128

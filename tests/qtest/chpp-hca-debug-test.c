@@ -7,8 +7,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
 #include "chpp-hca-qtest.h"
 
 #define DEV_PATH "/machine/peripheral/hca"

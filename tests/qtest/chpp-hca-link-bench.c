@@ -1,7 +1,8 @@
 /*
  * chpp-hca link benchmark: a qtest-style program (not a test) that starts
  * two QEMUs, each with a chpp-hca, joined by a chardev socket (unix, and
- * TCP with nodelay=on), one RC QP each, and measures
+ * TCP with nodelay=on) or, with --eth, by a netdev (a UDP multicast group
+ * on loopback, docs/fabric.md), one RC QP each, and measures
  *
  *  - PUT bandwidth node 1 -> node 2 for 1 KiB .. 4 MiB messages, at most
  *    BENCH_WINDOW in flight, every BENCH_SIG_EVERY-th signaled (wall time
@@ -18,6 +19,7 @@
  *
  *   QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64 \
  *       build/qemu/tests/qtest/chpp-hca-link-bench [--quick] [--unix|--tcp]
+ *       [--eth]
  *
  * scripts/bench.sh --link builds and runs it.  docs/build.md (Benchmark).
  *
@@ -53,8 +55,8 @@
 #define BENCH_SPIN_POLLS 20000
 #define BENCH_MAX_STEPS  2000
 
-enum { T_UNIX, T_TCP, T_NUM };
-static const char *const t_name[T_NUM] = { "unix", "tcp" };
+enum { T_UNIX, T_TCP, T_ETH, T_NUM };
+static const char *const t_name[T_NUM] = { "unix", "tcp", "eth" };
 
 enum { OP_PUT, OP_SEND };
 static const char *const op_name[] = { "PUT", "SEND" };
@@ -81,6 +83,7 @@ typedef struct LBench {
     uint32_t clock_steps;
     bool quick;
     bool chardev_path;      /* link-thread=off: QEMU's chardev reads */
+    bool eth;               /* the link is a netdev (--eth) */
 } LBench;
 
 typedef struct Tput {
@@ -309,6 +312,14 @@ static void lb_node_start(LBench *b, ChppNode *n, uint16_t id,
     g_autofree char *extra = g_strdup_printf("-chardev socket,id=lnk,%s",
                                              chardev);
 
+    if (b->eth) {
+        g_free(props);
+        g_free(extra);
+        props = g_strdup_printf("node-id=%u,netdev=fab,link-hello-ms=100",
+                                id);
+        extra = g_strdup_printf("-netdev socket,id=fab,mcast=%s,"
+                                "localaddr=127.0.0.1", chardev);
+    }
     chpp_node_setup(n, chpp_start(props, extra), id, 0);
 }
 
@@ -316,7 +327,14 @@ static void lb_setup(LBench *b, int t, const char *dir)
 {
     g_autofree char *srv = NULL, *cli = NULL;
 
-    if (t == T_UNIX) {
+    b->eth = t == T_ETH;
+    if (t == T_ETH) {
+        /* A group of our own: others may use multicast on this host. */
+        srv = g_strdup_printf("239.255.%u.%u:%u", (getpid() >> 8) & 0xff,
+                              getpid() & 0xff,
+                              20000 + g_random_int_range(0, 40000));
+        cli = g_strdup(srv);
+    } else if (t == T_UNIX) {
         srv = g_strdup_printf("path=%s/link.sock,server=on,wait=off", dir);
         cli = g_strdup_printf("path=%s/link.sock,reconnect=1", dir);
     } else {
@@ -519,7 +537,8 @@ static Lat run_lat(LBench *b, int op, uint32_t size)
 
 static void usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--quick] [--unix] [--tcp] [--size BYTES] "
+    fprintf(stderr, "usage: %s [--quick] [--unix] [--tcp] [--eth] "
+            "[--size BYTES] "
             "[--no-latency] [--no-throughput] [--no-baseline] "
             "[--chardev-path]\n", argv0);
     exit(2);
@@ -549,6 +568,8 @@ int main(int argc, char **argv)
             want[T_UNIX] = any = true;
         } else if (!strcmp(argv[i], "--tcp")) {
             want[T_TCP] = any = true;
+        } else if (!strcmp(argv[i], "--eth")) {
+            want[T_ETH] = any = true;
         } else if (!strcmp(argv[i], "--no-latency")) {
             lat = false;
         } else if (!strcmp(argv[i], "--no-throughput")) {
@@ -581,7 +602,7 @@ int main(int argc, char **argv)
         if (!want[t]) {
             continue;
         }
-        if (baseline) {
+        if (baseline && t != T_ETH) {
             raw[t] = raw_baseline(t, dir, quick);
         } else {
             raw[t] = (Raw) { NAN, NAN, NAN, NAN };
@@ -620,8 +641,10 @@ int main(int argc, char **argv)
         if (!want[t]) {
             continue;
         }
-        printf("\n[%s socket%s]\n", t_name[t],
-               t == T_TCP ? ", 127.0.0.1, nodelay=on" : "");
+        printf("\n[%s%s]\n", t_name[t],
+               t == T_TCP ? " socket, 127.0.0.1, nodelay=on" :
+               t == T_ETH ? ": netdev socket,mcast on loopback (no raw "
+                            "baseline: compare with unix)" : " socket");
         printf("Raw socket between two plain processes: %.0f MB/s "
                "(256 KiB reads), %.0f MB/s (4 KiB reads); 64 B round trip "
                "%.1f / %.1f us (median / p99)\n", raw[t].mbps,

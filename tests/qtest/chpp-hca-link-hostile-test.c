@@ -12,7 +12,6 @@
 #include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include "standard-headers/linux/pci_regs.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 #include "hw/chpp/chpp-wire.h"
 

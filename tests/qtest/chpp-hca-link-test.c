@@ -10,7 +10,6 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "qemu/sockets.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 #include "hw/chpp/chpp-wire.h"
 

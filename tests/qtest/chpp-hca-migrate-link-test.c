@@ -25,7 +25,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 #define DEV_PATH    "/machine/peripheral-anon/device[0]"

@@ -6,7 +6,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 /* Upper bound on clock steps while waiting: a hung device fails the test. */

@@ -11,6 +11,10 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/pci.h"
 #include "hw/chpp/chpp-hca-abi.h"
+/* The QObject headers, where this QEMU has them. */
+#define CHPP_QEMU_COMPAT_QTEST
+#include "hw/chpp/chpp-qemu-compat.h"
+#undef CHPP_QEMU_COMPAT_QTEST
 
 /* Where the tests put the device: an integrated endpoint on q35's root. */
 #define CHPP_TEST_DEVFN     QPCI_DEVFN(4, 0)

@@ -14,8 +14,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 

@@ -8,7 +8,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
 #include "chpp-hca-qtest.h"
 
 #define MR_ALL      (CHPP_MPT_LOCAL_WRITE | CHPP_MPT_REMOTE_READ | \

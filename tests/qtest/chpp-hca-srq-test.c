@@ -13,7 +13,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
-#include "qapi/qmp/qdict.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 

@@ -10,9 +10,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
-#include "qapi/qmp/qstring.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 
@@ -140,7 +137,7 @@ static void test_properties_described(void)
         "timing-read-req", "timing-host-mps", "timing-tags",
         "timing-mem-cycles", "timing-xbar-cycles", "timing-nap-imm-cycles",
         "timing-nap-ind-cycles", "timing-put-cycles", "timing-get-cycles",
-        "timing-link-ns",
+        "timing-link-ns", "capture", "capture-max",
     };
     QTestState *qts = qtest_init("-machine none");
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device-list-properties', "

@@ -31,9 +31,18 @@
 #define CHPP_WIRE_EXT_VERSION       1
 #define CHPP_WIRE_MAX_PAYLOAD       4096
 
+/*
+ * Virtual channels (docs/fabric.md, "Virtual channels"): a link has 1, 2
+ * or 4 data VCs (NAP, PUT, all responses; the packets for node d on VC
+ * d mod data VCs, "Dest-Mod") and one GET VC after them (index = data
+ * VCs).  The default layout, one data VC: VC0 data, VC1 GET.  The
+ * engine builds packets of a class (CHPP_VC_DATA or CHPP_VC_GET), routing
+ * places them on a channel.
+ */
 #define CHPP_VC_DATA                0   /* NAP, PUT, all responses */
 #define CHPP_VC_GET                 1   /* GET requests */
-#define CHPP_NUM_VCS                2
+#define CHPP_DATA_VCS_MAX           4
+#define CHPP_NUM_VCS                (CHPP_DATA_VCS_MAX + 1)
 
 enum chpp_pkt_type {            /* header byte 2, bits 7:2 */
     CHPP_PKT_NAP    = 1,        /* SEND, SEND_IMM, NAP, UD sends */
@@ -111,8 +120,12 @@ CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
  */
 #define CHPP_LINK_MAGIC             0x4b4e4c43u /* "CLNK" in memory order */
 #define CHPP_LINK_VERSION_MAJOR     1
-#define CHPP_LINK_VERSION_MINOR     0
+#define CHPP_LINK_VERSION_MINOR     1
 #define CHPP_LINK_CREDITS           256         /* frames per VC granted */
+/* Ethernet: frames per (peer, VC) granted by default (docs/fabric.md) */
+#define CHPP_LINK_ETH_CREDITS       16
+/* Ethernet: peers one device keeps state for (docs/fabric.md, "Limits") */
+#define CHPP_LINK_PEERS_MAX         64
 /*
  * What this device tolerates from a peer (docs/link.md, "Memory bounds"
  * and "A hostile peer"); policy, not wire format.
@@ -129,38 +142,53 @@ enum chpp_link_rec_type {
     CHPP_LINK_FRAME     = 2,
     CHPP_LINK_CREDIT    = 3,
     CHPP_LINK_REFUSE    = 4,
+    CHPP_LINK_PROBE     = 5,    /* 1.1, Ethernet: sender blocked on credits */
 };
 
 struct chpp_link_rec {
     uint32_t magic;             /* CHPP_LINK_MAGIC */
     uint8_t  type;              /* enum chpp_link_rec_type */
     uint8_t  vc;                /* FRAME, CREDIT: virtual channel */
-    uint16_t seq;               /* Ethernet FRAME: per (peer, vc); else 0 */
+    uint16_t seq;               /* Ethernet FRAME, PROBE: per (peer, vc) */
     uint32_t len;               /* bytes that follow */
 };
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_rec, 12);
 
 #define CHPP_LINK_CAP_GET_VC        (1u << 0)   /* separate GET channel */
 
+/* HELLO flags (1.1, Ethernet unicast HELLOs; broadcast ones carry 0) */
+#define CHPP_LINK_HELLO_F_NEW       (1u << 0)   /* I made fresh state for you */
+#define CHPP_LINK_HELLO_F_ACK       (1u << 1)   /* answer to F_NEW */
+
 struct chpp_link_hello {
     uint16_t version_major;
     uint16_t version_minor;
     uint16_t node_id;
-    uint16_t reserved0;
+    uint8_t  data_vcs;          /* 1.1: data VCs; 0 (1.0) means 1 */
+    uint8_t  flags;             /* 1.1: CHPP_LINK_HELLO_F_* */
     uint32_t caps;              /* CHPP_LINK_CAP_* */
-    uint32_t credits[CHPP_NUM_VCS];
-    uint32_t reserved1[3];
+    uint32_t credits[2];        /* [0] each data VC, [1] the GET VC */
+    uint32_t epoch;             /* 1.1, Ethernet: random per link start */
+    uint32_t peer_epoch;        /* 1.1, Ethernet unicast: receiver's epoch */
+    uint32_t reserved1;
 };
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_hello, 32);
 
 struct chpp_link_credit {
     uint32_t count;             /* frames the sender may send again */
+    /*
+     * 1.1, Ethernet only (len 8): frames credited on this (peer, VC) since
+     * the pair came up, modulo 2^32; the sender uses the difference to the
+     * last total it saw, so a lost CREDIT record loses no credit.
+     */
+    uint32_t total;
 };
 
 enum chpp_link_refusal {
     CHPP_LINK_REFUSE_VERSION    = 1,
     CHPP_LINK_REFUSE_SAME_NODE  = 2,
     CHPP_LINK_REFUSE_PROTOCOL   = 3,
+    CHPP_LINK_REFUSE_VCS        = 4,    /* 1.1: data VC counts differ */
 };
 
 struct chpp_link_refuse {

@@ -1,0 +1,40 @@
+/*
+ * chpp-hca: the link's byte-stream transport over a chardev
+ * (chpp-hca-link-stream.c, docs/link.md).  Main loop, BQL held.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_CHPP_HCA_LINK_STREAM_H
+#define HW_CHPP_HCA_LINK_STREAM_H
+
+#include "chpp-hca.h"
+
+/* What the stream tells the link protocol (chpp-hca-link.c). */
+typedef struct ChppStreamOps {
+    /* A complete record, header checked: @len bytes of body at @body. */
+    void (*record)(ChppHcaState *s, const struct chpp_link_rec *rec,
+                   const uint8_t *body, uint32_t len);
+    /* The write queue took records: frames waiting for room may follow. */
+    void (*room)(ChppHcaState *s);
+    /* A connection opened (@open) or closed: drop the old one's state. */
+    void (*reset)(ChppHcaState *s, bool open);
+    /* A new connection can take records (the HELLO). */
+    void (*opened)(ChppHcaState *s);
+} ChppStreamOps;
+
+void chpp_stream_realize(ChppHcaState *s, const ChppStreamOps *ops);
+void chpp_stream_unrealize(ChppHcaState *s);
+/* Queue a record: @buf from offset CHPP_ETH_HDR_SIZE on (header, body). */
+void chpp_stream_push(ChppHcaState *s, GByteArray *buf);
+/* Write what can be written now, or when the transport has room. */
+void chpp_stream_flush(ChppHcaState *s);
+/* Records were added: write them with the rest of this batch. */
+void chpp_stream_flush_later(ChppHcaState *s);
+/* Forget the records not written and the partial record read. */
+void chpp_stream_drop(ChppHcaState *s);
+/* The connection is of no more use: cut it, parse nothing more of it. */
+void chpp_stream_cut(ChppHcaState *s, const char *why);
+/* Bytes that break the record protocol: counted, the connection cut. */
+void chpp_stream_protocol_error(ChppHcaState *s, const char *why);
+
+#endif
