@@ -378,4 +378,6 @@ void chpp_qp_event(struct chpp_dev *dev, u32 qpn, u8 type);
 void chpp_qp_sq_redoorbell(struct chpp_dev *dev, u32 qpn);
 void chpp_db_lost_work(struct work_struct *work);
 
+#include "chpp_compat.h"
+
 #endif /* CHPP_HCA_H */

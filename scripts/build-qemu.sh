@@ -64,6 +64,7 @@ COMMON_ARGS=(
     --without-default-features
     --enable-slirp
     --enable-fdt=system
+    --enable-virtfs --enable-cap-ng --enable-attr
     --disable-docs
 )
 if [ "$QEMU_MAJOR" = 10 ]; then

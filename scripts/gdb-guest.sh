@@ -15,6 +15,8 @@
 #   --no-wait         stop at the guest's first instruction instead
 #                     (later: chpp-load-module --wait or chpp-load-module)
 #   --kargs S         extra guest kernel arguments (nokaslr is always added)
+#   --kernel K        guest kernel (pair.sh --kernel: 6.12, 6.1, a release or
+#                     an image; default: the default guest kernel)
 #
 # pair.sh options after "--", e.g. "-- --notest" (only load the driver) or
 # "-- --loops 0". Without --batch the guest has no time limit (pair.sh
@@ -29,7 +31,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-NODE=0 BATCH="" WAIT=1 KARGS=""
+NODE=0 BATCH="" WAIT=1 KARGS="" KSPEC=""
 PAIR_ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
         --batch) BATCH=$2; shift ;;
         --no-wait) WAIT=0 ;;
         --kargs) KARGS=$2; shift ;;
+        --kernel) KSPEC=$2; shift ;;
         --) shift; PAIR_ARGS=("$@"); break ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) chpp_die "unknown option '$1' (see --help)" ;;
@@ -49,9 +52,11 @@ command -v gdb >/dev/null || chpp_die "gdb is missing (scripts/setup.sh installs
 
 GUEST="$CHPP_BUILD/guest"
 mkdir -p "$GUEST"
-KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
-[ -n "$KERNEL" ] || chpp_die "no /boot/vmlinuz-*; run scripts/setup.sh (linux-image-amd64)"
-KVER=${KERNEL##*/vmlinuz-}
+chpp_guest_kernel "$KSPEC"
+KERNEL=$CHPP_KERNEL KVER=$CHPP_KVER
+# chpp-load-module's default module: the one built for this kernel
+CHPP_GUEST_KO="$(chpp_guest_kmod_dir "$KVER")/chpp_hca.ko"
+export CHPP_GUEST_KO
 VMLINUX=/usr/lib/debug/boot/vmlinux-$KVER     # linux-image-$KVER-dbg, optional
 
 GDB_ARGS=(-q -nx -ex 'set pagination off' -x "$CHPP_ROOT/scripts/gdb/chpp-guest.py")
@@ -64,7 +69,7 @@ fi
 KSYMS="$GUEST/ksyms-$KVER-$(sha256sum "$KERNEL" | cut -c1-12).map"
 if [ ! -s "$KSYMS" ]; then
     chpp_log "reading kernel symbol addresses from a guest boot (once per kernel)"
-    "$CHPP_ROOT/scripts/pair.sh" --single --timeout 120 \
+    "$CHPP_ROOT/scripts/pair.sh" --single --timeout 120 --kernel "$KERNEL" \
         --kargs "nokaslr chpp.ksyms=modules,do_init_module,linux_banner" \
         >"$GUEST/gdb-guest.log" 2>&1 ||
         { tail -n 20 "$GUEST/gdb-guest.log" >&2; chpp_die "kernel symbol boot failed"; }
@@ -95,7 +100,7 @@ TARGET=(--single --gdb 1)
 TIMEOUT=()
 [ -z "$BATCH" ] && TIMEOUT=(--timeout 0)
 # Its own session: a Ctrl-C in gdb interrupts the guest, it does not kill QEMU.
-setsid "$CHPP_ROOT/scripts/pair.sh" "${TARGET[@]}" "${TIMEOUT[@]}" \
+setsid "$CHPP_ROOT/scripts/pair.sh" "${TARGET[@]}" "${TIMEOUT[@]}" --kernel "$KERNEL" \
     --gdb-addr "unix:$SOCK,server=on,wait=off" --kargs "nokaslr $KARGS" \
     "${PAIR_ARGS[@]}" >"$GUEST/gdb-guest.log" 2>&1 &
 PAIR=$!

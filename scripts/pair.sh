@@ -34,8 +34,16 @@
 #   --smp N           N vCPUs per guest (default 1)
 #   --kargs S         extra guest kernel arguments (e.g. "chpp.fetch=20")
 #   --qemu PATH       QEMU binary (default build/qemu/qemu-system-x86_64)
-#   --kernel PATH     guest kernel (default: newest /boot/vmlinuz-*); the
-#                     driver is built against its /lib/modules/VERSION/build
+#   --kernel K        guest kernel: 6.12, 6.1 (the newest installed image of
+#                     the series), a release or an image path (default: the
+#                     default guest kernel, docs/guest-driver.md); the driver
+#                     is built for it and the initramfs gets its modules
+#   --share           the developer's loop (docs/guest-driver.md): the
+#                     repository at /host in the guests (virtio-9p, read-only),
+#                     chpp_hca.ko loaded from /host/build/guest/kmod-KVER/;
+#                     the guests stay up (implies --notest --timeout 0) and
+#                     reload the driver whenever it is rebuilt on the host
+#                     (make -C guest-driver [KVER=...])
 #   --iommu           q35 with an emulated Intel IOMMU (interrupt remapping,
 #                     caching mode), the guest kernel with intel_iommu=on
 #                     iommu=pt, and the vfio modules in the initramfs
@@ -80,7 +88,7 @@ set -euo pipefail
 SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1 MPI=0
 FABRIC=0 NNODES=4 STAGE=verbs LINK=netdev
-QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS=""
+QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS="" KSPEC="" SHARE=0
 EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -102,7 +110,8 @@ while [ $# -gt 0 ]; do
         --gdb-addr) GDB_ADDR=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
         --qemu) QEMU=$2; shift ;;
-        --kernel) KERNEL=$2; shift ;;
+        --kernel) KSPEC=$2; shift ;;
+        --share) SHARE=1; NOTEST=1; TIMEOUT=0 ;;
         --kargs) KARGS=$2; shift ;;
         --device-args) DEVARGS="$DEVARGS,$2"; shift ;;
         --timing) TIMING=1 ;;
@@ -122,11 +131,11 @@ done
 GUEST="$CHPP_BUILD/guest"
 mkdir -p "$GUEST"
 [ -x "$QEMU" ] || chpp_die "no QEMU at $QEMU; run scripts/build-qemu.sh first"
-[ -n "${KERNEL:-}" ] || KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
-[ -n "$KERNEL" ] || chpp_die "no /boot/vmlinuz-*; run scripts/setup.sh (linux-image-amd64)"
-KVER=${KERNEL##*/vmlinuz-}
+chpp_guest_kernel "$KSPEC"
+KERNEL=$CHPP_KERNEL KVER=$CHPP_KVER
 MODSRC=/lib/modules/$KVER
-[ -d "$MODSRC/build" ] || chpp_die "no $MODSRC/build; run scripts/setup.sh (linux-headers-amd64)"
+[ -d "$MODSRC/build" ] || chpp_die "no $MODSRC/build; run scripts/setup.sh (the kernel's headers)"
+KMOD=$(chpp_guest_kmod_dir "$KVER")
 
 RUN=$(mktemp -d /tmp/chpp-pair.XXXXXX)
 declare -A QPID=()
@@ -189,6 +198,8 @@ WANT=(ib_core ib_uverbs ib_umad virtio_pci virtio_net)
 # VFIO with the type1 IOMMU backend (vfio does not load it by itself here:
 # the initramfs has no modprobe database).
 [ "$IOMMU" = 1 ] && WANT+=(vfio vfio_iommu_type1 vfio_pci)
+# --share: 9p over virtio
+[ "$SHARE" = 1 ] && WANT+=(9p 9pnet_virtio)
 STAGES=()
 [ "$NESTED" = 0 ] && STAGES+=(verbs-init.sh mad-init.sh)
 [ "$MPI" = 1 ] && STAGES+=(mpi-init.sh)
@@ -210,8 +221,7 @@ if [ "$NESTED" = 0 ]; then
     mv "$RUN/load.list" "$ROOT/lib/modules/$KVER/load.list"
 fi
 cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
-cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
-   "$ROOT/lib/modules/$KVER/"
+cp "$KMOD/chpp_hca.ko" "$KMOD/chpp_test.ko" "$ROOT/lib/modules/$KVER/"
 # Debian's verbs tools, perftest and soft-RoCE, and the libibverbs provider
 # where libibverbs 44 looks for "driver chpp" (docs/verbs-provider.md) with
 # its test program: in the driver guests, or in the nested guest only.
@@ -258,8 +268,7 @@ if [ "$NESTED" = 1 ]; then
     chpp_initramfs_new "$L2" nested-init.sh
     chpp_initramfs_modules "$L2" "$KVER" ib_core ib_uverbs >/dev/null
     cp "$ROOT/bin/chpp-vfio-test" "$L2/bin/"
-    cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
-       "$L2/lib/modules/$KVER/"
+    cp "$KMOD/chpp_hca.ko" "$KMOD/chpp_test.ko" "$L2/lib/modules/$KVER/"
     install_verbs "$L2"
     chpp_initramfs_pack "$L2" "$ROOT/nested/l2.cpio.gz"
 fi
@@ -289,6 +298,7 @@ qemu_cmd() {
     [ "$CUT" = 1 ] && append="$append chpp.cut=1"
     [ "$SHELL_NODE" = "$n" ] && append="$append chpp.shell=1"
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
+    [ "$SHARE" = 1 ] && append="$append chpp.share=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
     CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
@@ -339,6 +349,10 @@ qemu_cmd() {
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
     [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
+    # The checkout, read-only, as 9p tag "chpp" (pair-init.sh mounts /host).
+    [ "$SHARE" = 1 ] && CMD+=(
+        -fsdev "local,id=chpp,path=$CHPP_ROOT,security_model=none,readonly=on"
+        -device virtio-9p-pci,fsdev=chpp,mount_tag=chpp)
     [ "$GDB_NODE" = "$n" ] && CMD+=(-gdb "$GDB_ADDR" -S)
     CMD+=("${EXTRA[@]}")
 }

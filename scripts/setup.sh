@@ -16,6 +16,11 @@
 #       package (downloaded, not installed) into build/tools/kernel-checkpatch/
 #   (e) build the Wireshark plugin of the link from chpp-wire.h into
 #       build/wireshark/chpp.lua (docs/capture.md; a second of C compiling)
+#   (f) the second guest kernel: Linux 6.12 from bookworm-backports (image
+#       and headers), beside Debian 12's 6.1 (docs/guest-driver.md)
+#   (g) rdma-core 56.1's source from trixie (deb-src only), unpacked into
+#       build/src/rdma-core-56.1/ for the in-tree provider build
+#       (docs/verbs-provider.md)
 #
 # Runs as root; uses sudo for the system steps when started as another user.
 set -euo pipefail
@@ -46,8 +51,12 @@ PACKAGES=(
     clang libclang-rt-14-dev llvm
     # QEMU 10's configure: its venv helper (mkvenv) needs distlib
     python3-distlib
-    # timeout(1) etc.
-    coreutils
+    # timeout(1) etc.; file(1): the release of a guest kernel image given
+    # by path (chpp_guest_kernel in scripts/lib/common.sh)
+    coreutils file
+    # virtio-9p in QEMU (build-qemu.sh --enable-virtfs): the host's checkout
+    # in the guests (pair.sh --share, docs/guest-driver.md)
+    libcap-ng-dev libattr1-dev
     # the device in Debian's unmodified QEMU (scripts/build-deb.sh, the
     # 'stock' suite): the binary itself, and the headers of the features of
     # Debian's configuration that the device's headers test (AioContext's
@@ -76,7 +85,19 @@ PACKAGES=(
     # captures of the link read back with the Wireshark dissector
     # (chpp-hca-capture-test, docs/capture.md)
     tshark
+    # the provider's in-tree build inside rdma-core 56.1 (the provider-tree
+    # lint, scripts/checks/provider-tree-check.sh): rdma-core's build needs
+    # cmake, ninja, libnl and libudev headers
+    cmake libnl-3-dev libnl-route-3-dev libudev-dev
 )
+
+# The extra suites, by name only: the URI and key are those of the
+# configured Debian archive (the stanza or line that lists bookworm), each in
+# its own sources.list.d/chpp-NAME.sources unless some entry lists the suite
+# already. "NAME:TYPES:SUITE": trixie for sources only (rdma-core 56.1);
+# bookworm-backports (Linux 6.12 for the guests, QEMU 10.0) is
+# enable_backports' entry.
+CHPP_EXTRA_SUITES=("trixie-src:deb-src:trixie")
 
 # From <codename>-backports (enable_backports), for QEMU 10.0's configure,
 # which checks its Python test dependencies with meson's: pycotap.
@@ -113,6 +134,49 @@ enable_deb_src() {
             chpp_as_root tee "$copy" >/dev/null
         SOURCES_CHANGED=1
     fi
+}
+
+# The URI and Signed-By of the configured archive that carries bookworm:
+# "URI KEYRING" (KEYRING "-" when none is named).
+debian_archive() {
+    local f
+    shopt -s nullglob
+    for f in /etc/apt/sources.list.d/*.sources; do
+        awk 'BEGIN { RS = ""; FS = "\n" }
+             { uri = ""; key = "-"; bw = 0
+               for (i = 1; i <= NF; i++) {
+                   if ($i ~ /^URIs:/) { split($i, a, /[[:space:]]+/); uri = a[2] }
+                   if ($i ~ /^Signed-By:/) { split($i, a, /[[:space:]]+/); key = a[2] }
+                   if ($i ~ /^Suites:/ && $i ~ /[[:space:]]bookworm([[:space:]]|$)/) bw = 1
+               }
+               if (bw && uri != "") { print uri, key; exit }
+             }' "$f"
+    done | head -n 1 | grep . && { shopt -u nullglob; return 0; }
+    shopt -u nullglob
+    # Legacy: deb [options] URI bookworm components
+    [ -f /etc/apt/sources.list ] &&
+        awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) while ($i !~ /\]$/) i++
+                           if ($2 ~ /^\[/) i++
+                           if ($(i + 1) == "bookworm") { print $i, "-"; exit } }' \
+            /etc/apt/sources.list | grep .
+}
+
+# (a') each suite of CHPP_EXTRA_SUITES not configured yet, as a deb822 file.
+add_extra_suites() {
+    local arch uri key e name types suite f
+    arch=$(debian_archive) || chpp_die "no configured Debian archive lists bookworm"
+    read -r uri key <<<"$arch"
+    for e in "${CHPP_EXTRA_SUITES[@]}"; do
+        IFS=: read -r name types suite <<<"$e"
+        grep -rqsE "^[^#]*[[:space:]]$suite([[:space:]]|$)" /etc/apt/sources.list \
+            /etc/apt/sources.list.d/ && continue
+        f=/etc/apt/sources.list.d/chpp-$name.sources
+        chpp_log "adding $suite ($types) to $f"
+        { printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\n' "$types" "$uri" "$suite"
+          [ "$key" = - ] || printf 'Signed-By: %s\n' "$key"
+        } | chpp_as_root tee "$f" >/dev/null
+        SOURCES_CHANGED=1
+    done
 }
 
 # The backports suite of this release (QEMU 10.0 sources): a .sources entry
@@ -317,11 +381,53 @@ fetch_kernel_checkpatch() {
     rm -rf "$tmp"
 }
 
+# --- (e) Linux 6.12 from bookworm-backports ----------------------------------------
+# The versioned image and headers that backports' linux-image-amd64 and
+# linux-headers-amd64 point to, by name only: those names (and their
+# dependencies) exist only in backports, so no "-t bookworm-backports",
+# which would also move the installed metapackages and linux-libc-dev to it.
+install_kernel_612() {
+    local img hdr
+    compgen -G '/boot/vmlinuz-6.12.*' >/dev/null &&
+        compgen -G '/lib/modules/6.12.*/build/Makefile' >/dev/null && return 0
+    img=$(apt-cache depends linux-image-amd64/bookworm-backports 2>/dev/null |
+          awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12\./ { print $2; exit }')
+    hdr=$(apt-cache depends linux-headers-amd64/bookworm-backports 2>/dev/null |
+          awk '$1 == "Depends:" && $2 ~ /^linux-headers-6\.12\./ { print $2; exit }')
+    [ -n "$img" ] && [ -n "$hdr" ] || chpp_die "bookworm-backports offers no Linux 6.12 image and headers"
+    chpp_log "installing $img $hdr (bookworm-backports)"
+    chpp_as_root "${APT_ENV[@]}" apt-get install -y -q --no-install-recommends "$img" "$hdr"
+}
+
+# --- (f) rdma-core 56.1's source (trixie) --------------------------------------------
+# apt-get source --download-only fetches the orig and debian tarballs (their
+# hashes checked against the Sources index) but the .dsc answers 404, so
+# apt-get fails and nothing is unpacked: the orig tarball is unpacked here.
+CHPP_RDMA_CORE_SRC="$CHPP_BUILD/src/rdma-core-56.1"
+fetch_rdma_core_source() {
+    local tmp="$CHPP_BUILD/src/.fetch-rdma-core"
+    [ -f "$CHPP_RDMA_CORE_SRC/CMakeLists.txt" ] && return 0
+    chpp_log "fetching rdma-core 56.1's source (trixie) into build/src/"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    (cd "$tmp" && apt-get source -q --download-only rdma-core/trixie >fetch.log 2>&1) || true
+    [ -f "$tmp/rdma-core_56.1.orig.tar.gz" ] ||
+        { cat "$tmp/fetch.log" >&2; chpp_die "apt-get source rdma-core/trixie brought no orig tarball"; }
+    tar -xzf "$tmp/rdma-core_56.1.orig.tar.gz" -C "$tmp"
+    [ -f "$tmp/rdma-core-56.1/CMakeLists.txt" ] || chpp_die "no rdma-core-56.1/ in the orig tarball"
+    rm -rf "$CHPP_RDMA_CORE_SRC"
+    mv "$tmp/rdma-core-56.1" "$CHPP_RDMA_CORE_SRC"
+    rm -rf "$tmp"
+}
+
 enable_deb_src
 enable_backports
+add_extra_suites
 install_packages
 fetch_qemu_source
 fetch_qemu10_source
 make_qemu10_python
 fetch_kernel_checkpatch
 python3 "$CHPP_ROOT/scripts/wireshark/chpp-lua.py" >/dev/null
+install_kernel_612
+fetch_rdma_core_source

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "chpp_provider.h"	/* first: libibverbs before the kernel's uAPI */
 #include <rdma/ib_user_ioctl_verbs.h>
-#include "chpp_provider.h"
 
 /* Driver udata appended to the core uverbs requests and responses. */
 struct chpp_get_context_resp {
@@ -612,10 +612,8 @@ static void chpp_uninit_device(struct verbs_device *vdev)
 
 /* The PF and VF device ids of chpp-hca-abi.h. */
 static const struct verbs_match_ent chpp_match_table[] = {
-	{ .vendor = CHPP_PCI_VENDOR_ID, .device = CHPP_PCI_DEVICE_ID_PF,
-	  .kind = CHPP_VERBS_MATCH_PCI },
-	{ .vendor = CHPP_PCI_VENDOR_ID, .device = CHPP_PCI_DEVICE_ID_VF,
-	  .kind = CHPP_VERBS_MATCH_PCI },
+	VERBS_PCI_MATCH(CHPP_PCI_VENDOR_ID, CHPP_PCI_DEVICE_ID_PF, NULL),
+	VERBS_PCI_MATCH(CHPP_PCI_VENDOR_ID, CHPP_PCI_DEVICE_ID_VF, NULL),
 	{}
 };
 
@@ -631,11 +629,8 @@ static const struct verbs_device_ops chpp_dev_ops = {
 
 bool chpp_is_our_context(struct ibv_context *ctx)
 {
-	return verbs_get_device_ops(ctx->device) == &chpp_dev_ops;
+	return verbs_get_device(ctx->device)->ops == &chpp_dev_ops;
 }
 
 /* libibverbs dlopen()s us from /etc/libibverbs.d/chpp.driver. */
-static void __attribute__((constructor)) chpp_register(void)
-{
-	verbs_register_driver_34(&chpp_dev_ops);
-}
+PROVIDER_DRIVER(chpp, chpp_dev_ops);

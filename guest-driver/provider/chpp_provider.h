@@ -11,7 +11,18 @@
 #define CHPP_PROVIDER_H
 
 #include <pthread.h>
+/*
+ * libibverbs' provider interface: rdma-core's own driver.h when the
+ * provider builds in rdma-core's tree as providers/chpp (CMakeLists.txt),
+ * else our restatement of Debian 12's libibverbs 44 (the Makefile's
+ * out-of-tree build defines CHPP_LIBIBVERBS_44). The one difference
+ * between the two builds (docs/verbs-provider.md).
+ */
+#ifdef CHPP_LIBIBVERBS_44
 #include "ibverbs_private.h"
+#else
+#include <infiniband/driver.h>
+#endif
 #include "chpp_uverbs_abi.h"
 #include "chpp_datapath.h"
 

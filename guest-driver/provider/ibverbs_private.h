@@ -59,10 +59,10 @@ struct verbs_sysfs_dev;
 
 /* Kinds of match table entries; a table ends with kind 0. */
 enum {
-	CHPP_VERBS_MATCH_SENTINEL = 0,
-	CHPP_VERBS_MATCH_PCI = 1,
-	CHPP_VERBS_MATCH_MODALIAS = 2,
-	CHPP_VERBS_MATCH_DRIVER_ID = 3,
+	VERBS_MATCH_SENTINEL = 0,
+	VERBS_MATCH_PCI = 1,
+	VERBS_MATCH_MODALIAS = 2,
+	VERBS_MATCH_DRIVER_ID = 3,
 };
 
 struct verbs_match_ent {
@@ -78,6 +78,11 @@ struct verbs_match_ent {
 
 static_assert(sizeof(struct verbs_match_ent) == 0x18, "match entry stride");
 static_assert(offsetof(struct verbs_match_ent, kind) == 0x14, "match kind");
+
+/* A PCI entry of a match table, as rdma-core's driver.h spells it. */
+#define VERBS_PCI_MATCH(_vendor, _device, _data)			\
+	{ .driver_data = (void *)(_data), .vendor = (_vendor),		\
+	  .device = (_device), .kind = VERBS_MATCH_PCI }
 
 struct verbs_device;
 
@@ -119,10 +124,10 @@ struct verbs_device {
 
 static_assert(offsetof(struct verbs_device, ops) == 0x298, "verbs_device.ops");
 
-static inline const struct verbs_device_ops *
-verbs_get_device_ops(const struct ibv_device *dev)
+static inline struct verbs_device *
+verbs_get_device(const struct ibv_device *dev)
 {
-	return ((const struct verbs_device *)dev)->ops;
+	return (struct verbs_device *)dev;	/* its first member */
 }
 static_assert(offsetof(struct verbs_device, refcount) == 0x2a0,
 	      "verbs_device.refcount");
@@ -305,6 +310,17 @@ static_assert(sizeof(struct ib_uverbs_create_srq_resp) == 0x10, "srq resp");
 
 /* Functions of libibverbs.so.1, version IBVERBS_PRIVATE_34. */
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
+
+/*
+ * The provider registers itself when libibverbs dlopen()s it (from
+ * /etc/libibverbs.d/chpp.driver), as driver.h's PROVIDER_DRIVER does.
+ */
+#define PROVIDER_DRIVER(provider_name, drv_struct)			\
+	static void __attribute__((constructor))			\
+	provider_name##_register_driver(void)				\
+	{								\
+		verbs_register_driver_34(&drv_struct);			\
+	}
 void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
 				    size_t alloc_size,
 				    struct verbs_context *context_offset,

@@ -18,7 +18,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 DRV="$CHPP_ROOT/guest-driver"
-KO="$DRV/chpp_hca.ko"
+KMOD=$(make -s -C "$DRV" outdir)      # the default guest kernel's modules
+KO="$KMOD/chpp_hca.ko"
 CONSOLE="$CHPP_BUILD/guest/single-node1.log"
 TRACE="$CHPP_BUILD/guest/single-node1.trace"
 abi() { chpp_abi_define "$1"; }
@@ -38,7 +39,7 @@ flock "$CHPP_BUILD/guest/driver-build.lock" make -s -C "$DRV" KVER="$KVER" >"$W/
 # whose plain name is unique (also not in chpp_test.ko, whose symbols gdb
 # loads too): "SECTION OFFSET NAME" (objdump -t: value, flags, section,
 # size, name; the values have a fixed width, so compare them as text).
-{ objdump -t "$DRV/chpp_test.ko" | sed 's/^/other /'; objdump -t "$KO"; } | awk '
+{ objdump -t "$KMOD/chpp_test.ko" | sed 's/^/other /'; objdump -t "$KO"; } | awk '
     $1 == "other" { n[$NF] = 2; next }
     NF == 6 && ($3 == "F" || $3 == "O") && $6 ~ /^[A-Za-z_][A-Za-z0-9_]*$/ {
         n[$6]++; sec[$6] = $4; off[$6] = $1 }
@@ -73,7 +74,7 @@ done
     echo 'delete'
     # chpp_hca has finished its init when chpp_test loads: its symbols again,
     # this time from the module list and the kernel's post-init symbol table.
-    echo "chpp-load-module --wait $DRV/chpp_test.ko"
+    echo "chpp-load-module --wait $KMOD/chpp_test.ko"
     echo 'chpp-load-module'
     while read -r sec _ name; do
         case "$sec" in .init.*) continue ;; esac

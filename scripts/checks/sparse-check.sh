@@ -6,8 +6,8 @@
 #
 #   scripts/checks/sparse-check.sh
 #
-# - the kernel modules: make -C guest-driver C=2 CF=-D__CHECK_ENDIAN__
-#   (every file checked, whether or not it is rebuilt);
+# - the kernel modules, for 6.12 and 6.1: make -C guest-driver KVER=... C=2
+#   CF=-D__CHECK_ENDIAN__ (every file checked, whether or not it is rebuilt);
 # - the user-space data path and its users: sparse on guest-driver/common,
 #   libchpp-user and its test, the verbs provider (not chpp-verbs-test, which
 #   uses only the verbs API) and the VFIO test; chpp_datapath.h gives sparse
@@ -24,15 +24,21 @@ OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 bad=0
 
-# Kernel: the same lock as scripts/pair.sh, which builds the same objects.
+# Kernel, for each supported guest kernel (each takes its side of
+# chpp_compat.h): the same lock as scripts/pair.sh, which builds the same
+# objects.
 mkdir -p "$CHPP_BUILD/guest"
-flock "$CHPP_BUILD/guest/driver-build.lock" \
-    make -s -C guest-driver C=2 CF=-D__CHECK_ENDIAN__ >"$OUT" 2>&1 ||
-    { cat "$OUT" >&2; chpp_die "guest-driver build with sparse failed"; }
-if grep -E "^$CHPP_ROOT/.*: (warning|error):" "$OUT"; then
-    bad=1
-fi
-n=$(ls guest-driver/*.c | grep -vc '\.mod\.c$')
+n=0
+for k in 6.12 6.1; do
+    chpp_guest_kernel "$k"
+    flock "$CHPP_BUILD/guest/driver-build.lock" \
+        make -s -C guest-driver KVER="$CHPP_KVER" C=2 CF=-D__CHECK_ENDIAN__ >"$OUT" 2>&1 ||
+        { cat "$OUT" >&2; chpp_die "guest-driver build with sparse failed ($CHPP_KVER)"; }
+    if grep -E "^$CHPP_ROOT/.*: (warning|error):" "$OUT"; then
+        bad=1
+    fi
+    n=$((n + $(ls guest-driver/*.c | grep -vc '\.mod\.c$')))
+done
 
 # User space.
 USER_FILES=(guest-driver/common/*.c guest-driver/user/*.c
@@ -40,7 +46,8 @@ USER_FILES=(guest-driver/common/*.c guest-driver/user/*.c
             guest-driver/provider/chpp_provider_dp.c
             guest-driver/provider/chpp_provider_ex.c tests/vfio/*.c)
 for f in "${USER_FILES[@]}"; do
-    sparse -std=gnu11 -Iinclude -Iguest-driver -Iguest-driver/common \
+    # CHPP_LIBIBVERBS_44: the provider as the Makefile builds it
+    sparse -std=gnu11 -DCHPP_LIBIBVERBS_44 -Iinclude -Iguest-driver -Iguest-driver/common \
         -Iguest-driver/user -Iguest-driver/provider "$f" >"$OUT" 2>&1 || true
     if grep -E '^(guest-driver|tests|include)/.*: (warning|error):' "$OUT"; then
         bad=1

@@ -31,7 +31,11 @@ import struct
 import gdb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_KO = os.path.normpath(os.path.join(HERE, "../../guest-driver/chpp_hca.ko"))
+# chpp_hca.ko as built for the guest's kernel (scripts/gdb-guest.sh sets
+# CHPP_GUEST_KO), else the default guest kernel's (make -C guest-driver).
+DEFAULT_KO = os.environ.get("CHPP_GUEST_KO") or os.path.normpath(os.path.join(
+    HERE, "../../build/guest/kmod-%s/chpp_hca.ko" % os.popen(
+        "make -s -C %s kver" % os.path.join(HERE, "../../guest-driver")).read().strip()))
 
 SHF_ALLOC = 0x2
 SHT_SYMTAB = 2
@@ -297,7 +301,7 @@ def module_name_of(path):
 
 
 class LoadModule(gdb.Command):
-    """Load a guest module's symbols (default guest-driver/chpp_hca.ko) at its
+    """Load a guest module's symbols (default: chpp_hca.ko of build/guest/kmod-KVER/) at its
 addresses in the guest kernel.
 Usage: chpp-load-module [--wait] [PATH]
   --wait  continue until the kernel loads the module and stop before its init

@@ -277,10 +277,15 @@ nvme_stage() {
     else
         fetch nvmetarget 120 || fail "the target never came up"
         mkdir -p /etc/nvme
-        hostnqn=nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-00000000c4a2
+        # The host id is the uuid of the host NQN: 6.12 refuses a host id
+        # that another host NQN (the kernel's default host) already has, and
+        # nvme-cli would otherwise derive it from the machine, as the kernel does.
+        hostid=00000000-0000-4000-8000-00000000c4a2
+        hostnqn=nqn.2014-08.org.nvmexpress:uuid:$hostid
         echo "$hostnqn" >/etc/nvme/hostnqn
+        echo "$hostid" >/etc/nvme/hostid
         timeout 120 nvme connect -t rdma -a 10.0.3.1 -s 4420 -n chpp-nvme \
-            --hostnqn="$hostnqn" --queue-size=32 --nr-io-queues=1 \
+            --hostnqn="$hostnqn" --hostid="$hostid" --queue-size=32 --nr-io-queues=1 \
             >/tmp/nvme-connect.log 2>&1 ||
             { cat /tmp/nvme-connect.log; dmesg | grep -i nvme | tail; fail "nvme connect"; }
         w=0

@@ -14,6 +14,11 @@
 #   chpp.ip=A chpp.peer=B   control network (virtio-net) addresses
 #   chpp.shell=1      keep the guest up with a shell at the end
 #   chpp.notest=1     only load the driver (no load loop, no traffic)
+#   chpp.share=1      pair.sh --share: the host's checkout at /host (9p), the
+#                     driver from /host/build/guest/kmod-$(uname -r)/, reloaded
+#                     whenever its chpp_hca.ko changes (the developer's loop)
+#   chpp.reloads=N    with chpp.share=1: end (RESULT PASS) after N reloads
+#                     (scripts/checks/share-reload-check.sh)
 #   chpp.pause=SEC    wait SEC seconds (printing "pausing") before the traffic,
 #                     e.g. to inject faults from the monitor
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
@@ -49,7 +54,7 @@ NODE=$(chpp_arg node); MODE=$(chpp_arg mode); LOOPS=$(chpp_arg loops)
 IP=$(chpp_arg ip); PEER=$(chpp_arg peer); NOTEST=$(chpp_arg notest)
 FETCH_SECS=$(chpp_arg fetch); PAUSE=$(chpp_arg pause); KSYMS=$(chpp_arg ksyms)
 SECTIONS=$(chpp_arg sections); CUT=$(chpp_arg cut); ONLY=$(chpp_arg only)
-BENCH=$(chpp_arg bench)
+BENCH=$(chpp_arg bench); SHARE=$(chpp_arg share)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 CT=/sys/kernel/debug/chpp_test
 say() { echo "chpp-guest: $*"; }
@@ -69,6 +74,19 @@ fi
 
 # Kernel modules in dependency order (pair.sh wrote the list).
 m=$(chpp_load_modules) || fail "insmod $m"
+
+# pair.sh --share: the modules built on the host for this kernel replace
+# the initramfs's copies (every stage loads them from $CHPP_MODDIR).
+if [ "$SHARE" = 1 ]; then
+    mkdir -p /host
+    mount -t 9p -o trans=virtio,version=9p2000.L,ro chpp /host || fail "mount 9p tag chpp on /host"
+    CHPP_SHARE_KMOD=/host/build/guest/kmod-$(uname -r)
+    for m in chpp_hca chpp_test; do
+        [ -f "$CHPP_SHARE_KMOD/$m.ko" ] || fail "no $CHPP_SHARE_KMOD/$m.ko"
+        ln -sf "$CHPP_SHARE_KMOD/$m.ko" "$CHPP_MODDIR/$m.ko"
+    done
+    say "host checkout on /host; driver from $CHPP_SHARE_KMOD"
+fi
 
 ip link set lo up
 hostname "chpp-node$NODE"    # node descriptions (ibnetdiscover) name it
@@ -125,12 +143,48 @@ if [ "$MODE" = vfio ] || [ "$MODE" = nested ]; then
     . /chpp/vfio-init.sh     # ends with finish
 fi
 
+# The developer's loop: reload chpp_hca whenever its file on /host changes
+# (a rebuild on the host), once its size and time stop changing.
+watch_driver() {
+    ko=$CHPP_MODDIR/chpp_hca.ko want=$(chpp_arg reloads) done=0
+    last=$(stat -L -c %s.%Y "$ko")
+    say "watching $CHPP_SHARE_KMOD/chpp_hca.ko: rebuild it on the host to reload"
+    while :; do
+        sleep 1
+        now=$(stat -L -c %s.%Y "$ko" 2>/dev/null) || continue
+        [ "$now" = "$last" ] && continue
+        sleep 1
+        [ "$(stat -L -c %s.%Y "$ko" 2>/dev/null)" = "$now" ] || continue
+        last=$now
+        rmmod chpp_test 2>/dev/null
+        if ! rmmod chpp_hca; then
+            say "reload: chpp_hca is in use (rmmod failed)"
+            continue
+        fi
+        if insmod "$ko" global_rkey_atomic=1 && wait_active 60; then
+            say "reloaded chpp_hca ($(stat -L -c '%s bytes, %y' "$ko")): chpp0 port 1 $(port_state)"
+            done=$((done + 1))
+            [ "$done" = "$want" ] && finish PASS "driver reloaded $done time(s) from /host"
+        else
+            say "reload: chpp_hca failed to load or its port is not ACTIVE"
+        fi
+    done
+}
+
 if [ "$MODE" = fabric ] && [ "$NOTEST" != 1 ]; then
     . /chpp/fabric-init.sh   # ends with finish
 fi
 
 if [ "$NOTEST" = 1 ]; then
     load_driver
+    if [ "$SHARE" = 1 ]; then
+        say "driver loaded from /host ($(stat -L -c '%s bytes, %y' "$CHPP_MODDIR/chpp_hca.ko"))"
+        if [ "$(chpp_arg shell)" = 1 ]; then
+            watch_driver &
+            chpp_end "the driver reloads when rebuilt on the host"
+        fi
+        watch_driver
+    fi
     finish PASS "driver loaded"
 fi
 

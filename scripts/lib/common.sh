@@ -42,3 +42,43 @@ chpp_die() { chpp_log "ERROR: $*"; exit 1; }
 chpp_as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
+
+# --- the guest kernel -----------------------------------------------------------------
+# The guests boot one of the supported kernels (docs/guest-driver.md): Debian
+# 12's 6.1 and bookworm-backports' 6.12, both installed by scripts/setup.sh.
+# The default when neither --kernel nor CHPP_KERNEL names one:
+CHPP_DEFAULT_KERNEL=6.1
+
+# chpp_guest_kernel [SPEC]: sets CHPP_KERNEL (the image) and CHPP_KVER (its
+# release, the /lib/modules/ directory of its modules and headers). SPEC is
+# a series ("6.12", "6.1": the newest installed image of it), a release
+# ("6.1.0-56-amd64") or the path of an image; empty: $CHPP_KERNEL, else
+# CHPP_DEFAULT_KERNEL.
+chpp_guest_kernel() {
+    local spec=${1:-${CHPP_KERNEL:-$CHPP_DEFAULT_KERNEL}} img
+    case "$spec" in
+        */*)
+            img=$spec
+            [ -r "$img" ] || chpp_die "cannot read kernel image $img"
+            # the release from the bzImage's version string
+            CHPP_KVER=$(file -bL "$img" | sed -n 's/.*, version \([^ ]*\) .*/\1/p')
+            [ -n "$CHPP_KVER" ] || chpp_die "$img: no Linux version string (not a bzImage?)"
+            ;;
+        *)
+            if [ -r "/boot/vmlinuz-$spec" ]; then
+                img=/boot/vmlinuz-$spec
+            else
+                img=$(ls "/boot/vmlinuz-$spec".* "/boot/vmlinuz-$spec"-* 2>/dev/null |
+                      sort -V | tail -n 1 || true)
+            fi
+            [ -n "$img" ] || chpp_die "no installed kernel $spec (/boot/vmlinuz-$spec*); run scripts/setup.sh"
+            CHPP_KVER=${img##*/vmlinuz-}
+            ;;
+    esac
+    CHPP_KERNEL=$img
+    [ -d "/lib/modules/$CHPP_KVER" ] || chpp_die "kernel $img: no /lib/modules/$CHPP_KVER"
+}
+
+# chpp_guest_kmod_dir KVER: where guest-driver/Makefile puts the modules
+# built for KVER (the guests' /host view of it: docs/guest-driver.md).
+chpp_guest_kmod_dir() { echo "$CHPP_BUILD/guest/kmod-$1"; }

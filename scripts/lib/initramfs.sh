@@ -48,17 +48,37 @@ chpp_initramfs_new() {
 # and, first, those they depend on, uncompressed into ROOT/lib/modules/KVER/,
 # their names in load order appended to load.list there (the guests'
 # chpp_load_modules reads it: the initramfs has no modprobe database).
-# Prints the names in load order.
+# Dependencies come from that kernel's modules.dep, so they follow the
+# kernel (6.12 builds virtio_pci in, 6.1 has it as four modules); a module
+# built into the kernel (modules.builtin) is left out. Prints the names in
+# load order.
 chpp_initramfs_modules() {
-    local root=$1 kver=$2 m f dir
+    local root=$1 kver=$2 m f dir mdir=/lib/modules/$2
     shift 2
-    local -A seen=()
-    local order=()
+    [ -r "$mdir/modules.dep" ] || chpp_die "no $mdir/modules.dep (kernel $kver not installed?)"
+    local -A seen=() path=() deps=() builtin=()
+    local order=() line mod dep
+    # name (dashes as underscores) -> file, and -> the files it needs
+    while IFS= read -r line; do
+        f=${line%%:*}
+        mod=${f##*/}; mod=${mod%%.ko*}; mod=${mod//-/_}
+        path[$mod]=$mdir/$f
+        deps[$mod]=${line#*:}
+    done <"$mdir/modules.dep"
+    while IFS= read -r f; do
+        mod=${f##*/}; mod=${mod%%.ko*}; builtin[${mod//-/_}]=1
+    done <"$mdir/modules.builtin"
     _chpp_add_mod() {
-        local mod=$1 d
+        local mod=${1//-/_} d
         [ -n "${seen[$mod]:-}" ] && return
         seen[$mod]=1
-        for d in $(modinfo -k "$kver" -F depends "$mod" | tr ',' ' '); do _chpp_add_mod "$d"; done
+        if [ -z "${path[$mod]:-}" ]; then
+            [ -n "${builtin[$mod]:-}" ] && return
+            chpp_die "kernel $kver has no module $1"
+        fi
+        for d in ${deps[$mod]}; do
+            d=${d##*/}; _chpp_add_mod "${d%%.ko*}"
+        done
         order+=("$mod")
     }
     for m in "$@"; do _chpp_add_mod "$m"; done
@@ -66,7 +86,7 @@ chpp_initramfs_modules() {
     dir="$root/lib/modules/$kver"
     mkdir -p "$dir"
     for m in "${order[@]}"; do
-        f=$(modinfo -k "$kver" -n "$m")
+        f=${path[$m]}
         case "$f" in
             *.ko) cp "$f" "$dir/$m.ko" ;;
             *.ko.xz) xz -dc "$f" >"$dir/$m.ko" ;;
