@@ -172,7 +172,7 @@ if [ "$NESTED" = 0 ]; then
     mv "$ROOT/lib/modules/$KVER/load.list" "$ROOT/lib/modules/$KVER/extra.list"
     mv "$RUN/load.list" "$ROOT/lib/modules/$KVER/load.list"
 fi
-cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
+cp "$GUEST/chpp-uverbs-test" "$GUEST/chpp-mmio-bench" "$ROOT/bin/"
 cp "$CHPP_ROOT/guest-driver/chpp_hca.ko" "$CHPP_ROOT/guest-driver/chpp_test.ko" \
    "$ROOT/lib/modules/$KVER/"
 # Debian's verbs tools, perftest and soft-RoCE, and the libibverbs provider
