@@ -1,9 +1,10 @@
 /*
  * chpp-hca: UAR doorbells and the doorbell FIFO.
  *
- * Doorbell writes only record the producer index and queue the QP in the
- * function's doorbell FIFO (depth 32, seed 004); all DMA happens later in
- * the engine's bottom half, never in the vCPU's MMIO handler.  Refused
+ * Doorbell writes record the producer index and queue the QP in the
+ * function's doorbell FIFO (depth 32, seed 004); the engine then serves the
+ * FIFO at once, in the thread that rang (chpp_engine_doorbell()), or in
+ * its bottom half or timer when a clock paces it.  Refused
  * doorbells queue their event likewise (chpp-hca-db-error.c).  RING_SQ is
  * the command that announces an SQ without the FIFO.
  *
@@ -37,7 +38,7 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
     s->db_count++;
     trace_chpp_hca_db_fifo_push(s->func, qpn, s->db_count);
     /* The PF's engine serves every function's FIFO (arbitration). */
-    chpp_engine_kick(chpp_pf(s));
+    chpp_engine_doorbell(chpp_pf(s));
 }
 
 /*

@@ -186,6 +186,15 @@ static void chpp_link_flush_later(ChppHcaState *s)
     }
 }
 
+void chpp_link_flush_now(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (l->tx_kicked && !l->fd_watch && !l->watch) {
+        chpp_link_flush(s);
+    }
+}
+
 /* Queue a record: @buf holds its header's room, then @len bytes of body. */
 static void chpp_link_out(ChppHcaState *s, uint8_t type, uint8_t vc,
                           GByteArray *buf)

@@ -412,6 +412,7 @@ struct ChppHcaState {
     uint32_t db_lost_qpn;       /* named by the unanswered event, or NONE */
     QEMUBH *db_err_bh;
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
+    bool engine_running;        /* chpp_engine_run() is on the stack */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[2];         /* loopback frames per virtual channel */
@@ -716,6 +717,8 @@ int chpp_engine_check_load(ChppHcaState *s);
 void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
+/* A doorbell FIFO of @pf's functions took an entry: serve it. */
+void chpp_engine_doorbell(ChppHcaState *pf);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
@@ -810,6 +813,8 @@ bool chpp_link_rx_ready(ChppHcaState *s);
 /* A frame from the link for QP @qpn of @s carried the wrong @magic. */
 void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic);
 uint32_t chpp_link_status(ChppHcaState *s);
+/* Write the records queued for the link now, not in the next iteration. */
+void chpp_link_flush_now(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);
