@@ -496,13 +496,13 @@ int chpp_engine_check_load(ChppHcaState *s)
     for (i = 0; i < s->params.num_qps; i++) {
         ChppQp *qp = &s->qps[i];
         ChppQpEngine *eng = &qp->eng;
-        /* A stream without inflight-ext has the smaller ring. */
-        uint32_t ring = eng->infl_ext ? CHPP_MAX_INFLIGHT : CHPP_INFLIGHT_V1;
 
-        if (eng->infl_head >= ring || eng->infl_count > ring) {
+        if (eng->infl_head >= CHPP_MAX_INFLIGHT ||
+            eng->infl_count > CHPP_MAX_INFLIGHT) {
             return chpp_refuse(s, "QP %u: eng.infl_head %u or eng.infl_count "
                                "%u: %u WQEs in flight at most", i,
-                               eng->infl_head, eng->infl_count, ring);
+                               eng->infl_head, eng->infl_count,
+                               CHPP_MAX_INFLIGHT);
         }
         if (eng->rd_head >= CHPP_MAX_RD_ATOMIC ||
             eng->rd_count > CHPP_MAX_RD_ATOMIC) {
@@ -614,83 +614,15 @@ static const VMStateDescription vmstate_chpp_inflight = {
     }
 };
 
-/*
- * The in-flight ring had CHPP_INFLIGHT_V1 entries before: a stream that
- * does not carry the rest holds its entries in a ring of that size.
- */
-static bool chpp_infl_ext_needed(void *opaque)
-{
-    ChppQpEngine *eng = opaque;
-
-    return eng->infl_count &&
-           eng->infl_head + eng->infl_count > CHPP_INFLIGHT_V1;
-}
-
-static int chpp_infl_ext_post_load(void *opaque, int version_id)
-{
-    ChppQpEngine *eng = opaque;
-
-    eng->infl_ext = true;
-    return 0;
-}
-
-static const VMStateDescription vmstate_chpp_infl_ext = {
-    .name = "chpp-hca-qp-engine/inflight-ext",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = chpp_infl_ext_needed,
-    .post_load = chpp_infl_ext_post_load,
-    .fields = (VMStateField[]) {
-        VMSTATE_STRUCT_SUB_ARRAY(inflight, ChppQpEngine, CHPP_INFLIGHT_V1,
-                                 CHPP_MAX_INFLIGHT - CHPP_INFLIGHT_V1, 1,
-                                 vmstate_chpp_inflight, ChppInflight),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-static int chpp_qp_engine_pre_load(void *opaque)
-{
-    ChppQpEngine *eng = opaque;
-
-    eng->infl_ext = false;
-    return 0;
-}
-
-/* Without the subsection, move the entries to the start of the ring. */
-static int chpp_qp_engine_post_load(void *opaque, int version_id)
-{
-    ChppQpEngine *eng = opaque;
-    ChppInflight old[CHPP_INFLIGHT_V1];
-    uint32_t i;
-
-    if (eng->infl_ext) {
-        return 0;
-    }
-    if (eng->infl_head >= CHPP_INFLIGHT_V1 ||
-        eng->infl_count > CHPP_INFLIGHT_V1) {
-        /* Only an empty ring can be right: chpp_engine_check_load(). */
-        eng->infl_head = eng->infl_count ? eng->infl_head : 0;
-        return 0;
-    }
-    memcpy(old, eng->inflight, sizeof(old));
-    for (i = 0; i < eng->infl_count; i++) {
-        eng->inflight[i] = old[(eng->infl_head + i) % CHPP_INFLIGHT_V1];
-    }
-    eng->infl_head = 0;
-    return 0;
-}
-
 const VMStateDescription vmstate_chpp_qp_engine = {
     .name = "chpp-hca-qp-engine",
     .version_id = 1,
     .minimum_version_id = 1,
-    .pre_load = chpp_qp_engine_pre_load,
-    .post_load = chpp_qp_engine_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_UINT32(sq_comp, ChppQpEngine),
         VMSTATE_UINT32(sq_limit, ChppQpEngine),
-        VMSTATE_STRUCT_SUB_ARRAY(inflight, ChppQpEngine, 0, CHPP_INFLIGHT_V1,
-                                 1, vmstate_chpp_inflight, ChppInflight),
+        VMSTATE_STRUCT_ARRAY(inflight, ChppQpEngine, CHPP_MAX_INFLIGHT, 1,
+                             vmstate_chpp_inflight, ChppInflight),
         VMSTATE_UINT32(infl_head, ChppQpEngine),
         VMSTATE_UINT32(infl_count, ChppQpEngine),
         VMSTATE_UINT32(rd_atomic, ChppQpEngine),
@@ -713,9 +645,5 @@ const VMStateDescription vmstate_chpp_qp_engine = {
         VMSTATE_UINT32(atomic_psn, ChppQpEngine),
         VMSTATE_UINT64(atomic_orig, ChppQpEngine),
         VMSTATE_END_OF_LIST()
-    },
-    .subsections = (const VMStateDescription * []) {
-        &vmstate_chpp_infl_ext,
-        NULL
     }
 };

@@ -118,9 +118,7 @@ typedef struct ChppCq {
  * (it belongs to the device until its completion) and is fetched again to
  * retransmit or to place GET/atomic results.
  */
-#define CHPP_MAX_INFLIGHT 64
-/* Entries a stream carries outside the inflight-ext subsection. */
-#define CHPP_INFLIGHT_V1 16
+#define CHPP_MAX_INFLIGHT 16
 
 typedef struct ChppInflight {
     uint64_t wr_id;
@@ -162,7 +160,6 @@ typedef struct ChppQpEngine {
     ChppInflight inflight[CHPP_MAX_INFLIGHT];
     uint32_t infl_head;
     uint32_t infl_count;
-    bool infl_ext;              /* loading: the stream had all entries */
     uint32_t rd_atomic;         /* GET/atomics in flight */
     uint8_t retry_left;
     uint8_t rnr_left;

@@ -8,8 +8,8 @@
  *   - a SEND PF1 -> PF2 waits out RNR NAKs (PF2 has no receive yet);
  *   - node 1 holds every frame it sends (fault-delay-ns), so a long PUT
  *     and a NAP VF2 -> VF1 are executed on node 1 but not acknowledged,
- *     16 GETs VF2 <- VF1 are in flight (their responses held) and 4 more
- *     are rung but not started (max_rd_atomic 16); a GET and a
+ *     14 GETs VF2 <- VF1 are in flight (their responses held) and 6 more
+ *     are rung but not started (16 WQEs in flight at most); a GET and a
  *     PUT VF1 -> VF2 never left node 1 (the held frames die with the link);
  *   - a PUT PF2 -> PF1 is written on PF2's SQ but not rung.
  * The destination takes the source's place on the link socket and the
@@ -258,10 +258,8 @@ static void assert_linked(Fn *f, uint16_t peer)
 #define O_PUT       (448 * 1024)
 #define O_READS     (416 * 1024)
 #define NREADS      20          /* GETs VF2 <- VF1 */
-/* GETs of a QP in flight at most: the QPs' max_rd_atomic. */
-#define RD_ATOMIC   16
-/* VF2's WQEs started: the long PUT, the NAP and RD_ATOMIC GETs. */
-#define STARTED     (2 + RD_ATOMIC)
+/* WQEs of a QP in flight at most (docs/work-requests.md). */
+#define INFLIGHT    16
 #define CHUNK       64
 
 #define NFN         4
@@ -322,7 +320,7 @@ static void test_migrate_with_work(const char *props, int mig)
     post(&t.vf[1], CHPP_WQE_PUT, 0x41, O_LONG, PUT_LONG, &t.vf[0], O_LONG,
          true);
     post(&t.vf[1], CHPP_WQE_NAP, 0x42, O_SEND, 2048, NULL, 0, true);
-    /* And GETs: 16 start (max_rd_atomic), 4 rung wait. */
+    /* And GETs: 14 start (16 WQEs in flight at most), 6 rung wait. */
     chpp_fill(t.vf[0].n.d, t.vf[0].buf + O_READS, NREADS * CHUNK, 13);
     for (i = 0; i < NREADS; i++) {
         post(&t.vf[1], CHPP_WQE_GET, 0x100 + i, O_READS + i * CHUNK, CHUNK,
@@ -339,7 +337,7 @@ static void test_migrate_with_work(const char *props, int mig)
 
     /* Node 1 executed part of the long PUT, and its ACKs are held. */
     end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-    while (CNT(&t.vf[1], CHPP_CNT_WQES) < STARTED &&
+    while (CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT &&
            g_get_monotonic_time() < end) {
         /*
          * Timing mode (CHPP_QTEST_PROPS): node 2 takes a doorbell only as
@@ -370,11 +368,11 @@ static void test_migrate_with_work(const char *props, int mig)
     g_test_message("before: VF1 rx %u pkts, recv done %d; node 1 held %u",
                    CNT(&t.vf[0], CHPP_CNT_PKTS_RX),
                    !cq_empty(&t.vf[0], RCQ), held);
-    /* Started: PF1's SEND, VF1's GET and PUT, VF2's PUT, NAP, 16 GETs. */
+    /* Started: PF1's SEND, VF1's GET and PUT, VF2's PUT, NAP, 14 GETs. */
     g_assert_cmpuint(wqes[0], ==, 1);
     g_assert_cmpuint(wqes[1], ==, 3);
     g_assert_cmpuint(wqes[2], ==, 1);
-    g_assert_cmpuint(wqes[3], ==, STARTED);
+    g_assert_cmpuint(wqes[3], ==, INFLIGHT);
 
     /*
      * Migrate to a QEMU with the same chardev.  A client destination
