@@ -105,11 +105,14 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
 
 /*
  * CHPP_UAR_DB_STATUS: how many FIFO entries wait, for software flow
- * control.  An entry counts for the page its QP rings through now.
+ * control.  An entry counts for the page its QP rings through now.  Read
+ * by software that polls, it also lets the engine catch up first.
  */
 uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar)
 {
     uint32_t i, mine = 0;
+
+    chpp_engine_poll(chpp_pf(s));
 
     for (i = 0; i < s->db_count; i++) {
         uint32_t e = s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH];

@@ -252,6 +252,35 @@ void chpp_engine_doorbell(ChppHcaState *pf)
     }
 }
 
+static void chpp_engine_poll_run(void *opaque)
+{
+    ChppHcaState *pf = opaque;
+
+    chpp_link_poll(pf);
+    if (!pf->gone) {
+        chpp_engine_run(pf);
+    }
+}
+
+/*
+ * A process polls its completions (it reads CHPP_UAR_DB_STATUS when its
+ * CQ is empty): take what the link's reader thread received and run the
+ * engine now, in the polling vCPU, instead of waiting for the main loop
+ * thread, which on a busy host waits behind that very vCPU.  Guarded as
+ * the bottom halves are; not in timing mode or with engine-delay-ns.
+ */
+void chpp_engine_poll(ChppHcaState *pf)
+{
+    if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
+        pf->engine_stopped || pf->gone || pf->engine_running) {
+        return;
+    }
+    chpp_timer_call(pf, chpp_engine_poll_run, pf);
+    if (!pf->gone) {
+        chpp_link_flush_now(pf);
+    }
+}
+
 static void chpp_engine_timer(void *opaque)
 {
     chpp_timer_call(opaque, chpp_engine_run, opaque);

@@ -864,6 +864,14 @@ static void chpp_link_rx_bh(void *opaque)
     }
 }
 
+void chpp_link_poll(ChppHcaState *s)
+{
+    if (s->link.io && chpp_link_io_avail(s->link.io) >=
+                      sizeof(struct chpp_link_rec)) {
+        chpp_link_rx_bh(s);
+    }
+}
+
 /*
  * Frames of the old connection that no function has processed yet: the
  * PF decoded them into the queue of the function each was for (DST-VF),

@@ -719,6 +719,8 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
 /* A doorbell FIFO of @pf's functions took an entry: serve it. */
 void chpp_engine_doorbell(ChppHcaState *pf);
+/* Software polls (CHPP_UAR_DB_STATUS): do what the link delivered. */
+void chpp_engine_poll(ChppHcaState *pf);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
@@ -815,6 +817,8 @@ void chpp_link_magic_miss(ChppHcaState *s, uint32_t qpn, uint8_t magic);
 uint32_t chpp_link_status(ChppHcaState *s);
 /* Write the records queued for the link now, not in the next iteration. */
 void chpp_link_flush_now(ChppHcaState *s);
+/* Parse what the reader thread received now, not in the bottom half. */
+void chpp_link_poll(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);
