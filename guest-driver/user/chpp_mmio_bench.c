@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include "hw/chpp/chpp-hca-abi.h"
+#include "chpp_datapath.h"
 
 static double now_ns(void)
 {
@@ -28,7 +28,7 @@ static double now_ns(void)
 int main(int argc, char **argv)
 {
 	long i, count = argc > 2 ? atol(argv[2]) : 100000;
-	volatile uint32_t *reg;
+	uint8_t *reg;
 	double t0, rd, wr;
 	uint32_t sum = 0;
 	void *bar;
@@ -48,16 +48,16 @@ int main(int argc, char **argv)
 		perror("mmap");
 		return 1;
 	}
-	reg = (volatile uint32_t *)((char *)bar + CHPP_REG_SCRATCH);
+	reg = (uint8_t *)bar + CHPP_REG_SCRATCH;
 	t0 = now_ns();
 	for (i = 0; i < count; i++)
-		sum += *reg;
+		sum += chpp_mmio_read32(reg);
 	rd = (now_ns() - t0) / count;
 	t0 = now_ns();
 	for (i = 0; i < count; i++)
-		*reg = (uint32_t)i;
+		chpp_mmio_write32(reg, (uint32_t)i);
 	wr = (now_ns() - t0) / count;
-	*reg = 0;
+	chpp_mmio_write32(reg, 0);
 	printf("read_ns=%.0f write_ns=%.0f count=%ld sum=%u\n", rd, wr, count,
 	       sum);
 	return 0;
