@@ -220,7 +220,7 @@ if [ "$NESTED" = 0 ]; then
     mv "$ROOT/lib/modules/$KVER/load.list" "$ROOT/lib/modules/$KVER/extra.list"
     mv "$RUN/load.list" "$ROOT/lib/modules/$KVER/load.list"
 fi
-cp "$GUEST/chpp-uverbs-test" "$ROOT/bin/"
+cp "$GUEST/chpp-uverbs-test" "$GUEST/chpp-mmio-bench" "$ROOT/bin/"
 cp "$KMOD/chpp_hca.ko" "$KMOD/chpp_test.ko" "$ROOT/lib/modules/$KVER/"
 # Debian's verbs tools, perftest and soft-RoCE, and the libibverbs provider
 # where libibverbs 44 looks for "driver chpp" (docs/verbs-provider.md) with

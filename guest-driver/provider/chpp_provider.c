@@ -546,6 +546,7 @@ static struct verbs_context *chpp_alloc_context(struct ibv_device *ibdev,
 	pthread_mutex_init(&ctx->db_lock, NULL);
 	/* Off only to test the driver's recovery of lost doorbells. */
 	ctx->db_flow = !getenv("CHPP_NO_DB_FLOW");
+	ctx->db_poll = !getenv("CHPP_NO_DB_POLL");
 	verbs_set_ops(&ctx->vctx, &chpp_ctx_ops);
 	return &ctx->vctx;
 

@@ -40,6 +40,7 @@ struct chpp_context {
 	pthread_mutex_t db_lock;
 	uint32_t db_credits;		/* SQ doorbells to ring before a look */
 	bool db_flow;			/* the device has CHPP_UAR_DB_STATUS */
+	bool db_poll;			/* read it when a CQ is empty */
 };
 
 struct chpp_cq {
@@ -153,6 +154,7 @@ uint8_t chpp_wqe_flags(struct chpp_qp *qp, unsigned int send_flags);
 int chpp_sq_put(struct chpp_context *ctx, struct chpp_qp *qp,
 		const struct chpp_usend *w, uint64_t wr_id);
 void chpp_db_flow(struct chpp_context *ctx);
+void chpp_db_poll(struct chpp_context *ctx);
 
 /* Extended verbs (chpp_provider_ex.c). */
 struct ibv_cq_ex *chpp_create_cq_ex(struct ibv_context *context,

@@ -115,22 +115,43 @@ bool chpp_cqe_to_wc(struct chpp_context *ctx, const struct chpp_ucqe *e,
 	return true;
 }
 
+/*
+ * The CQ is empty: read CHPP_UAR_DB_STATUS, which lets the device do at
+ * once what its link received (docs/verbs-provider.md, "Polling"); a
+ * device before ABI 1.4 reads 0 there, and is not asked again.
+ */
+void chpp_db_poll(struct chpp_context *ctx)
+{
+	if (ctx->db_poll &&
+	    !CHPP_UAR_DB_STATUS_DEPTH(chpp_mmio_read32(ctx->uar +
+						       CHPP_UAR_DB_STATUS)))
+		ctx->db_poll = false;
+}
+
 int chpp_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct chpp_context *ctx = to_cctx(ibcq->context);
 	struct chpp_cq *cq = to_ccq(ibcq);
 	const struct chpp_cqe *e;
 	struct chpp_ucqe c;
+	bool asked = false;
 	uint32_t start;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
 	start = cq->ci;
-	while (n < num_entries && (e = chpp_cqe_at(cq->ring, cq->n, cq->ci))) {
-		chpp_cqe_read(e, &c);
-		if (chpp_cqe_to_wc(ctx, &c, &wc[n]))
-			n++;
-		cq->ci++;
+	for (;;) {
+		while (n < num_entries &&
+		       (e = chpp_cqe_at(cq->ring, cq->n, cq->ci))) {
+			chpp_cqe_read(e, &c);
+			if (chpp_cqe_to_wc(ctx, &c, &wc[n]))
+				n++;
+			cq->ci++;
+		}
+		if (n || asked || !ctx->db_poll)
+			break;
+		chpp_db_poll(ctx);
+		asked = true;
 	}
 	if (cq->ci != start)
 		chpp_ring_cq(ctx->uar, cq->cqn, CHPP_CQ_DB_SET_CI, cq->ci);

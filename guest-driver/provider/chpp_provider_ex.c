@@ -86,6 +86,10 @@ static int chpp_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 		pthread_spin_lock(&cq->lock);
 		cq->poll_ci = cq->ci;
 		err = chpp_cq_ex_read(cq);
+		if (err) {
+			chpp_db_poll(to_cctx(cq->ibv_cq.context));
+			err = chpp_cq_ex_read(cq);
+		}
 		if (err)	/* no end_poll follows */
 			chpp_cq_ex_done(cq);
 	}

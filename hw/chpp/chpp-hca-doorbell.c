@@ -1,9 +1,10 @@
 /*
  * chpp-hca: UAR doorbells and the doorbell FIFO.
  *
- * Doorbell writes only record the producer index and queue the QP in the
- * function's doorbell FIFO (depth 32, seed 004); all DMA happens later in
- * the engine's bottom half, never in the vCPU's MMIO handler.  Refused
+ * Doorbell writes record the producer index and queue the QP in the
+ * function's doorbell FIFO (depth 32, seed 004); the engine then serves the
+ * FIFO at once, in the thread that rang (chpp_engine_doorbell()), or in
+ * its bottom half or timer when a clock paces it.  Refused
  * doorbells queue their event likewise (chpp-hca-db-error.c).  RING_SQ is
  * the command that announces an SQ without the FIFO.
  *
@@ -37,7 +38,7 @@ static void chpp_db_fifo_push(ChppHcaState *s, uint32_t uar, uint32_t offset,
     s->db_count++;
     trace_chpp_hca_db_fifo_push(s->func, qpn, s->db_count);
     /* The PF's engine serves every function's FIFO (arbitration). */
-    chpp_engine_kick(chpp_pf(s));
+    chpp_engine_doorbell(chpp_pf(s));
 }
 
 /*
@@ -104,11 +105,14 @@ static void chpp_qp_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
 
 /*
  * CHPP_UAR_DB_STATUS: how many FIFO entries wait, for software flow
- * control.  An entry counts for the page its QP rings through now.
+ * control.  An entry counts for the page its QP rings through now.  Read
+ * by software that polls, it also lets the engine catch up first.
  */
 uint32_t chpp_uar_db_status(ChppHcaState *s, uint32_t uar)
 {
     uint32_t i, mine = 0;
+
+    chpp_engine_poll(chpp_pf(s));
 
     for (i = 0; i < s->db_count; i++) {
         uint32_t e = s->db_fifo[(s->db_head + i) % CHPP_DB_FIFO_DEPTH];

@@ -203,10 +203,11 @@ static void chpp_engine_run(void *opaque)
                                                           : CHPP_ENGINE_BUDGET;
 
     s->engine_kicked = false;
-    if (s->engine_stopped || s->gone) {
+    if (s->engine_stopped || s->gone || s->engine_running) {
         return;
     }
     chpp_hold(s);
+    s->engine_running = true;
     while (!s->gone && budget-- > 0) {
         if (!s->func) {
             chpp_engine_resume(s);
@@ -220,12 +221,64 @@ static void chpp_engine_run(void *opaque)
         }
         break;
     }
+    s->engine_running = false;
     if (!s->gone && timed) {
         chpp_engine_rearm(s);
     } else if (!s->gone && chpp_engine_pending(s)) {
         chpp_engine_kick(s);
     }
     chpp_release(s);
+}
+
+/*
+ * A doorbell was queued: serve it now, in the thread that rang it (a
+ * vCPU's MMIO write), as an adapter starts at once.  The bottom half would
+ * wait for the main loop, which on a busy host waits behind the vCPUs that
+ * spin on their completion queues.  The run is guarded as the bottom half
+ * is (our own MMIO is refused meanwhile), and what it queued for the link
+ * is written before the vCPU returns to the guest.  In timing mode and
+ * with engine-delay-ns a clock paces the engine: it runs from its timer.
+ */
+void chpp_engine_doorbell(ChppHcaState *pf)
+{
+    if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
+        pf->engine_stopped || pf->gone || pf->engine_running) {
+        chpp_engine_kick(pf);
+        return;
+    }
+    chpp_timer_call(pf, chpp_engine_run, pf);
+    if (!pf->gone) {
+        chpp_link_flush_now(pf);
+    }
+}
+
+static void chpp_engine_poll_run(void *opaque)
+{
+    ChppHcaState *pf = opaque;
+
+    chpp_link_poll(pf);
+    if (!pf->gone) {
+        chpp_engine_run(pf);
+    }
+}
+
+/*
+ * A process polls its completions (it reads CHPP_UAR_DB_STATUS when its
+ * CQ is empty): take what the link's reader thread received and run the
+ * engine now, in the polling vCPU, instead of waiting for the main loop
+ * thread, which on a busy host waits behind that very vCPU.  Guarded as
+ * the bottom halves are; not in timing mode or with engine-delay-ns.
+ */
+void chpp_engine_poll(ChppHcaState *pf)
+{
+    if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
+        pf->engine_stopped || pf->gone || pf->engine_running) {
+        return;
+    }
+    chpp_timer_call(pf, chpp_engine_poll_run, pf);
+    if (!pf->gone) {
+        chpp_link_flush_now(pf);
+    }
 }
 
 static void chpp_engine_timer(void *opaque)

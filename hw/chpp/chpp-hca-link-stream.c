@@ -275,6 +275,28 @@ static void chpp_link_rx_bh(void *opaque)
     }
 }
 
+/*
+ * The doorbell and poll paths (chpp-hca-engine.c) run in a vCPU thread:
+ * write what they queued at once, and parse what the reader thread has
+ * received, instead of waiting for the main loop's bottom halves.
+ */
+void chpp_stream_flush_now(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (l->tx_kicked && !l->fd_watch && !l->watch) {
+        chpp_stream_flush(s);
+    }
+}
+
+void chpp_stream_poll(ChppHcaState *s)
+{
+    if (s->link.io &&
+        chpp_link_io_avail(s->link.io) >= sizeof(struct chpp_link_rec)) {
+        chpp_link_rx_bh(s);
+    }
+}
+
 /* A record the ring cannot hold whole would wait for room forever. */
 QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
                   2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));

@@ -30,6 +30,8 @@ void chpp_stream_push(ChppHcaState *s, GByteArray *buf);
 void chpp_stream_flush(ChppHcaState *s);
 /* Records were added: write them with the rest of this batch. */
 void chpp_stream_flush_later(ChppHcaState *s);
+void chpp_stream_flush_now(ChppHcaState *s);
+void chpp_stream_poll(ChppHcaState *s);
 /* Forget the records not written and the partial record read. */
 void chpp_stream_drop(ChppHcaState *s);
 /* The connection is of no more use: cut it, parse nothing more of it. */

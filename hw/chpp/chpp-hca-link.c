@@ -160,6 +160,21 @@ bool chpp_link_rx_ready(ChppHcaState *s)
     return !chpp_pf(s)->link.rx_paused;
 }
 
+/* On Ethernet records leave at once and arrive through the main loop. */
+void chpp_link_flush_now(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_flush_now(s);
+    }
+}
+
+void chpp_link_poll(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_poll(s);
+    }
+}
+
 /* The backlog went down by half: functions take the peer's frames again. */
 static void chpp_link_rx_resume(ChppHcaState *s)
 {

@@ -464,6 +464,7 @@ struct ChppHcaState {
     uint32_t db_lost_qpn;       /* named by the unanswered event, or NONE */
     QEMUBH *db_err_bh;
     bool engine_kicked;         /* engine_bh scheduled, not yet run */
+    bool engine_running;        /* chpp_engine_run() is on the stack */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
     GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
@@ -777,6 +778,10 @@ int chpp_engine_check_load(ChppHcaState *s);
 void chpp_engine_post_load(ChppHcaState *s);
 void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
                                uint8_t old_state);
+/* A doorbell FIFO of @pf's functions took an entry: serve it. */
+void chpp_engine_doorbell(ChppHcaState *pf);
+/* Software polls (CHPP_UAR_DB_STATUS): do what the link delivered. */
+void chpp_engine_poll(ChppHcaState *pf);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
@@ -881,6 +886,10 @@ void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
 uint32_t chpp_link_status(ChppHcaState *s);
 /* Nodes up on the link, lowest first, at most @max; how many there are. */
 unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
+/* Write the records queued for the link now, not in the next iteration. */
+void chpp_link_flush_now(ChppHcaState *s);
+/* Parse what the reader thread received now, not in the bottom half. */
+void chpp_link_poll(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);

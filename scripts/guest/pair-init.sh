@@ -35,7 +35,9 @@
 #                     nvmet-rdma on node 1, nvme-rdma + nvme-cli on node 2
 #                     (needs --device-args num-mpts=512,num-mtts=131072)
 #   chpp.only=mpi     pair: only the MPI stage (mpi-init.sh; pair.sh --mpi)
-#   chpp.bench=verbs  pair: only the verbs benchmark, chpp0 then soft-RoCE
+#   chpp.bench=verbs  pair: only the verbs benchmark: the null MMIO exit,
+#                     then chpp0, then soft-RoCE; chpp.iters=N messages per
+#                     QP in the message-rate runs (default 20000)
 #   chpp.bench=icount single: only ib_write_lat between two processes of
 #                     the guest, for each size of chpp.sizes=N,N,... with
 #                     chpp.iters=N round trips (scripts/lib/bench-icount.sh)
@@ -226,16 +228,20 @@ fi
 if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     [ "$MODE" = pair ] || fail "chpp.only=verbs and chpp.bench=verbs need the pair"
     . /chpp/verbs-init.sh
+    if [ "$BENCH" = verbs ]; then
+        mmio_bench
+    fi
     load_driver
     if [ "$BENCH" = verbs ]; then
-        verbs_bench chpp0
+        iters=$(chpp_arg iters)
+        verbs_bench chpp0 "${iters:-20000}"
         # Soft-RoCE on the control network, with its IPv4 (RoCE v2) GID.
         rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
         wait_active 30 rxe0 || fail "rxe0 not ACTIVE"
         gid=$(grep -l "0000:0000:0000:0000:0000:ffff:0a00:020$NODE" \
               /sys/class/infiniband/rxe0/ports/1/gids/* | head -n 1)
         [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
-        verbs_bench rxe0 -x "${gid##*/}"
+        verbs_bench rxe0 "${iters:-20000}" -x "${gid##*/}"
         finish PASS "verbs benchmark"
     fi
     if [ "$ONLY" = ucx ]; then

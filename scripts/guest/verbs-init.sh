@@ -18,8 +18,12 @@
 #   ucx_tools DEV       UCX on ib device DEV: ucx_info -d lists rc_verbs on
 #                       it, ucx_perftest over rc_verbs (UCT active messages
 #                       and RDMA writes, UCP tag matching)
-#   verbs_bench DEV     ib_write_bw and ib_write_lat only, printing
-#                       "chpp-bench: ..." lines (scripts/lib/bench-verbs.sh)
+#   verbs_bench DEV N [ARGS]  message rate (ib_write_bw, ib_send_bw: 2 and
+#                       64 B, 1 and 4 QPs, N messages per QP) and latency
+#                       (ib_write_lat, ib_read_lat, ib_send_lat: 2 B and
+#                       4 KiB), printing "chpp-bench: DEV TEST SIZE QPS ROW"
+#                       lines (scripts/lib/bench-verbs.sh)
+#   mmio_bench          the null MMIO exit, "chpp-bench: mmio ..."
 #   icount_bench DEV SIZES  one guest (chpp.mode=single) under -icount with
 #                       the device in timing mode: ib_write_lat server and
 #                       client in this guest, each on its own vCPU, on DEV
@@ -230,12 +234,43 @@ ucx_tools() {
 }
 
 verbs_bench() {
-    dev=$1
-    shift
-    vrun "b${dev}bw" 300 ib_write_bw -d "$dev" -F -n 2000 "$@"
-    say "chpp-bench: $dev write_bw $(perf_row "b${dev}bw" 65536)"
-    vrun "b${dev}lat" 300 ib_write_lat -d "$dev" -F -n 2000 "$@"
-    say "chpp-bench: $dev write_lat $(perf_row "b${dev}lat" 2)"
+    dev=$1 iters=$2
+    shift 2
+    # Message rate: -n messages per QP, several in flight (perftest's
+    # default of 128 posted); MsgRate is the row's 5th column (Mpps).
+    for t in write_bw send_bw; do
+        for q in 1 4; do
+            for sz in 2 64; do
+                name="b${dev}$(echo "$t" | tr -d _)s${sz}q$q"
+                vrun "$name" 300 "ib_$t" -d "$dev" -F -s "$sz" -q "$q" -n "$iters" "$@"
+                say "chpp-bench: $dev $t $sz $q $(perf_row "$name" "$sz")"
+            done
+        done
+    done
+    # Latency: one message at a time, t_typical the row's 5th column.
+    for t in write_lat read_lat send_lat; do
+        for sz in 2 4096; do
+            name="b${dev}$(echo "$t" | tr -d _)s$sz"
+            vrun "$name" 300 "ib_$t" -d "$dev" -F -s "$sz" -n 2000 "$@"
+            say "chpp-bench: $dev $t $sz 1 $(perf_row "$name" "$sz")"
+        done
+    done
+}
+
+# mmio_bench: the guest's null MMIO exit (before the driver claims BAR0):
+# reads and writes of the PF's scratch register, one "chpp-bench: mmio
+# read_ns=R write_ns=W ..." line.
+mmio_bench() {
+    for d in /sys/bus/pci/devices/*; do
+        [ "$(cat "$d/vendor")" = "$(printf 0x%04x "$CHPP_PCI_VENDOR_ID")" ] &&
+            [ "$(cat "$d/device")" = "$(printf 0x%04x "$CHPP_PCI_DEVICE_ID_PF")" ] || continue
+        echo 1 >"$d/enable" || fail "enable $d"
+        r=$(chpp-mmio-bench "$d/resource0" 200000) || fail "chpp-mmio-bench $d"
+        echo 0 >"$d/enable"
+        say "chpp-bench: mmio $r"
+        return 0
+    done
+    fail "no chpp-hca PF for the MMIO baseline"
 }
 
 # ib_write_lat between two processes of this guest (server on vCPU 1,

@@ -1,42 +1,99 @@
 #!/usr/bin/env bash
-# The verbs benchmark (scripts/bench.sh --verbs): perftest's ib_write_bw
-# (64 KiB, 2000 writes) and ib_write_lat (2 B, 2000 round trips) between
-# the two driver guests, first on chpp-hca (chpp0, the chpp provider, the
-# socket link) and then, in the same boot, on soft-RoCE (rdma_rxe on the
-# guests' virtio-net control network, the kernel's software RDMA). Prints
-# both, the ratio chpp/rxe, and one "BENCH key=value ..." line each.
-# Not a test: it fails only if a tool fails.
+# The verbs benchmark (scripts/bench.sh --verbs): perftest between the two
+# driver guests, first on chpp-hca (chpp0, the chpp provider, the socket
+# link) and then, in the same boot, on soft-RoCE (rdma_rxe on the guests'
+# virtio-net control network, the kernel's software RDMA):
+#   - message rate: ib_write_bw and ib_send_bw, 2 B and 64 B, on 1 and 4 QPs;
+#   - latency: ib_write_lat, ib_read_lat, ib_send_lat at 2 B and 4 KiB;
+# and the baselines of the same run: the host's 64 B round trip between two
+# processes over a unix socket (tests/bench/chpp-sock-rtt.c, before and
+# after the guests; the lower median counts) and a null MMIO exit in the
+# guest (chpp-mmio-bench: the scratch register, before the driver loads).
+# Prints each figure with its ratio to soft-RoCE and to its baseline, and
+# one "BENCH key=value ..." line each. Not a test: it fails only if a tool
+# fails.
 #
-#   scripts/lib/bench-verbs.sh [pair.sh options]     e.g. --device-args ...
+#   scripts/lib/bench-verbs.sh [--iters N] [pair.sh options]
+#       --iters N   messages per QP in the message-rate runs (default 20000)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+ITERS=20000
+if [ "${1:-}" = --iters ]; then
+    ITERS=$2
+    shift 2
+fi
 # With --qemu (a pair.sh option) the given QEMU is used as it is.
 case " $* " in
     *" --qemu "*) ;;
     *) "$CHPP_ROOT/scripts/setup.sh" >&2
        "$CHPP_ROOT/scripts/build-qemu.sh" >&2 ;;
 esac
-"$CHPP_ROOT/scripts/pair.sh" --kargs chpp.bench=verbs "$@" >&2
+mkdir -p "$CHPP_BUILD/bench"
+RTT="$CHPP_BUILD/bench/chpp-sock-rtt"
+cc -O2 -Wall -Werror -o "$RTT" "$CHPP_ROOT/tests/bench/chpp-sock-rtt.c" ||
+    chpp_die "building tests/bench/chpp-sock-rtt.c failed"
+rtt1=$("$RTT" 20000 64)
+"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS" "$@" >&2
+rtt2=$("$RTT" 20000 64)
 
-# Node 2 runs the clients; their rows are the figures (perftest prints
-#   write_bw:  #bytes #iterations BW-peak BW-average MsgRate   (MB/s = MiB/s)
-#   write_lat: #bytes #iterations t_min t_max t_typical t_avg ... (usec)).
+# Node 2 runs the clients; their rows are the figures:
+#   chpp-bench: DEV TEST SIZE QPS ROW, ROW perftest's result row:
+#   *_bw:  #bytes #iterations BW-peak BW-average MsgRate(Mpps)
+#   *_lat: #bytes #iterations t_min t_max t_typical t_avg ... (usec)
 LOG="$CHPP_BUILD/guest/pair-node2.log"
-row() { tr -d '\r' <"$LOG" | sed -n "s/.*chpp-bench: $1 $2 //p" | tail -n 1; }
-for d in chpp0 rxe0; do
-    for t in write_bw write_lat; do
-        [ -n "$(row $d $t)" ] || chpp_die "no $d $t result in ${LOG#$CHPP_ROOT/}"
+row() { tr -d '\r' <"$LOG" | sed -n "s/.*chpp-bench: $1 $2 $3 $4 //p" | tail -n 1; }
+col() {
+    local r
+    r=$(row "$1" "$2" "$3" "$4")
+    [ -n "$r" ] || chpp_die "no $1 $2 $3 B $4 QP result in ${LOG#$CHPP_ROOT/}"
+    echo "$r" | awk -v c="$5" '{print $c}'
+}
+kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+mmio=$(tr -d '\r' <"$LOG" | sed -n 's/.*chpp-bench: mmio //p' | tail -n 1)
+[ -n "$mmio" ] || chpp_die "no MMIO baseline in ${LOG#$CHPP_ROOT/}"
+rd_ns=$(kv "$mmio" read_ns) wr_ns=$(kv "$mmio" write_ns)
+rtt=$(awk -v a="$(kv "$rtt1" rtt_median_us)" -v b="$(kv "$rtt2" rtt_median_us)" \
+      'BEGIN { printf "%.2f", a < b ? a : b }')
+oneway=$(awk -v r="$rtt" 'BEGIN { printf "%.2f", r / 2 }')
+
+echo
+echo "Baselines (this run):"
+printf '  %-58s %s / %s usec\n' "host: unix socket 64 B round trip, median (before / after)" \
+    "$(kv "$rtt1" rtt_median_us)" "$(kv "$rtt2" rtt_median_us)"
+printf '  %-58s %s usec (half the lower round trip)\n' "host: one way" "$oneway"
+printf '  %-58s %s / %s nsec\n' "guest: null MMIO exit, scratch register read / write" "$rd_ns" "$wr_ns"
+echo "BENCH test=verbs_baseline sock_rtt_us=$rtt sock_oneway_us=$oneway mmio_read_ns=$rd_ns mmio_write_ns=$wr_ns"
+
+BL=()
+echo
+printf '%-30s %11s %11s %9s %12s %12s\n' "message rate, Mmsg/s" chpp-hca soft-RoCE chpp/rxe "chpp/MMIO" "rxe/MMIO"
+for t in write_bw send_bw; do
+    for q in 1 4; do
+        for sz in 2 64; do
+            a=$(col chpp0 $t $sz $q 5) b=$(col rxe0 $t $sz $q 5)
+            printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B, $q QP" "$a" "$b" \
+                "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", a / b }')" \
+                "$(awk -v a="$a" -v w="$wr_ns" 'BEGIN { printf "%.0f", 1000 / (a * w) }')" \
+                "$(awk -v a="$b" -v w="$wr_ns" 'BEGIN { printf "%.0f", 1000 / (a * w) }')"
+            BL+=("BENCH test=verbs_$t size=$sz qps=$q chpp_mmsgps=$a rxe_mmsgps=$b")
+        done
     done
 done
-bw() { row "$1" write_bw | awk '{print $4}'; }
-lat() { row "$1" write_lat | awk '{print $5}'; }
-
-printf '\n%-34s %14s %14s %9s\n' "perftest between the two guests" "chpp-hca" "soft-RoCE" "ratio"
-printf '%-34s %14s %14s %9s\n' "ib_write_bw 64 KiB, MiB/s average" "$(bw chpp0)" "$(bw rxe0)" \
-    "$(awk -v a="$(bw chpp0)" -v b="$(bw rxe0)" 'BEGIN { printf "%.1fx", a / b }')"
-printf '%-34s %14s %14s %9s\n' "ib_write_lat 2 B, usec typical" "$(lat chpp0)" "$(lat rxe0)" \
-    "$(awk -v a="$(lat chpp0)" -v b="$(lat rxe0)" 'BEGIN { printf "%.1fx", b / a }')"
-echo "(ratio: how many times better chpp-hca is; both under TCG, same boot, same guests)"
-echo "BENCH test=verbs_write_bw size=65536 chpp_mibps=$(bw chpp0) rxe_mibps=$(bw rxe0)"
-echo "BENCH test=verbs_write_lat size=2 chpp_usec=$(lat chpp0) rxe_usec=$(lat rxe0)"
+echo "(x/MMIO: the time per message over the null MMIO write's; 1 would be one message per MMIO exit)"
+echo
+printf '%-30s %11s %11s %9s %12s %12s\n' "latency, usec typical" chpp-hca soft-RoCE rxe/chpp "chpp/1-way" "rxe/1-way"
+for t in write_lat read_lat send_lat; do
+    for sz in 2 4096; do
+        a=$(col chpp0 $t $sz 1 5) b=$(col rxe0 $t $sz 1 5)
+        printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B" "$a" "$b" \
+            "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }')" \
+            "$(awk -v a="$a" -v o="$oneway" 'BEGIN { printf "%.2f", a / o }')" \
+            "$(awk -v a="$b" -v o="$oneway" 'BEGIN { printf "%.2f", a / o }')"
+        BL+=("BENCH test=verbs_$t size=$sz chpp_usec=$a rxe_usec=$b")
+    done
+done
+echo "(x/1-way: the latency over the host socket's one-way time; ratios > 1x favour chpp-hca)"
+echo "(both under TCG, same boot, same guests; perftest -F, $ITERS messages per QP for the rates)"
+echo
+printf '%s\n' "${BL[@]}"
