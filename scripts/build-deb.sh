@@ -209,7 +209,10 @@ device_sources() {
 # CONFIG_REPLICATION is on by default; CONFIG_XEN_BACKEND: --disable-xen;
 # CONFIG_BLKIO: no libblkio in Debian 12; CONFIG_CFI, CONFIG_DEBUG_MUTEX,
 # CONFIG_FUZZ, CONFIG_MEMBARRIER, CONFIG_PROFILER: off unless asked for,
-# and debian/rules does not ask.
+# and debian/rules does not ask.  CONFIG_QEMU_HELPERDIR, CONFIG_SYSCONFDIR
+# (net/net.h, through the netdev link): paths from debian/rules' --prefix,
+# --libexecdir and --sysconfdir, which configure gets here too (the device
+# uses neither); CONFIG_VMNET: macOS only.
 declare -A DEBIAN_VALUE=(
     [CONFIG_ATOMIC64]=on [CONFIG_BYTESWAP_H]=on [CONFIG_EPOLL]=on
     [CONFIG_INT128]=on [CONFIG_IOVEC]=on [CONFIG_LINUX]=on [CONFIG_POSIX]=on
@@ -223,6 +226,7 @@ declare -A DEBIAN_VALUE=(
     [CONFIG_XEN_BACKEND]=off [CONFIG_MACHINE_BSWAP_H]=off
     [HAVE_BROKEN_SIZE_MAX]=off [HAVE_MADVISE_WITHOUT_PROTOTYPE]=off
     [HAVE_OPTRESET]=off
+    [CONFIG_QEMU_HELPERDIR]=on [CONFIG_SYSCONFDIR]=on [CONFIG_VMNET]=off
 )
 check_config() {
     local f m ours bad=0
