@@ -10,8 +10,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/sockets.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
 #include "chpp-hca-qtest.h"
 #include "hw/chpp/chpp-wire.h"
 

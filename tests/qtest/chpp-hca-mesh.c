@@ -7,8 +7,6 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include <math.h>
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
 #include "chpp-hca-mesh.h"
 
 #define MESH_SCQ        0
