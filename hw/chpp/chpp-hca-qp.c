@@ -804,14 +804,20 @@ static int chpp_qp_check(ChppHcaState *s, uint32_t qpn, const ChppQp *qp)
                                qp->rq.mtt_base, qp->log_rq_size, qp->rq_pi,
                                qp->rq_ci);
         }
-        if (qp->eng.recv_active &&
+        /* A copied WQE: at most 32 segments (lkeys are checked per packet). */
+        if (chpp_srq_wqe_copied(qp) && qp->eng.recv_num_sge > CHPP_MAX_SGE) {
+            return chpp_refuse(s, "QP %u: eng.recv_num_sge %u (max %u)", qpn,
+                               qp->eng.recv_num_sge, CHPP_MAX_SGE);
+        }
+        if (qp->eng.recv_active && !chpp_srq_wqe_copied(qp) &&
             !chpp_srq_in_use(&s->srqs[qp->srqn], qp->eng.recv_wqe_idx)) {
             return chpp_refuse(s, "QP %u: eng.recv_wqe_idx 0x%x not a WQE "
                                "SRQ %u handed out", qpn,
                                qp->eng.recv_wqe_idx, qp->srqn);
         }
-    } else if (qp->srqn) {
-        return chpp_refuse(s, "QP %u: srqn %u without an SRQ", qpn, qp->srqn);
+    } else if (qp->srqn || chpp_srq_wqe_copied(qp)) {
+        return chpp_refuse(s, "QP %u: srqn %u without an SRQ (copied WQE "
+                           "%u)", qpn, qp->srqn, chpp_srq_wqe_copied(qp));
     }
     if (qp->log_sq_size > CHPP_QP_MAX_LOG_WQES ||
         qp->log_rq_size > CHPP_QP_MAX_LOG_WQES ||
@@ -934,6 +940,8 @@ static int chpp_qp_load_reset(ChppHcaState *s, uint32_t qpn, ChppQp *qp)
         { "eng.rd_atomic", eng->rd_atomic },
         { "eng.rd_head", eng->rd_head }, { "eng.rd_count", eng->rd_count },
         { "eng.recv_active", eng->recv_active },
+        { "eng.recv_cached", eng->recv_cached },
+        { "eng.recv_num_sge", eng->recv_num_sge },
         { "eng.timer_kind", eng->timer_kind },
         { "eng.tx_pending", eng->tx_pending },
     };

@@ -127,6 +127,37 @@ static int chpp_recv_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
            0 : -EINVAL;
 }
 
+/*
+ * The receive WQE of the message @qp is filling (eng->recv_wqe_idx), as
+ * chpp_recv_fetch().  An SRQ's WQE is read once, at the first packet, and
+ * kept in the engine: its slot may be posted again while the message goes
+ * on, so the free index need not wait for the message's last packet.
+ */
+static int chpp_recv_msg_fetch(ChppHcaState *s, ChppQp *qp, uint64_t *wr_id,
+                               ChppSge *sge, uint32_t *num_sge,
+                               uint32_t *capacity)
+{
+    ChppQpEngine *eng = &qp->eng;
+    int ret;
+
+    if (chpp_srq_wqe_copied(qp)) {
+        *wr_id = eng->recv_wr_id;
+        *num_sge = eng->recv_num_sge;
+        memcpy(sge, eng->recv_sge, sizeof(ChppSge) * eng->recv_num_sge);
+        *capacity = chpp_sge_capacity(sge, *num_sge);
+        return 0;
+    }
+    ret = chpp_recv_fetch(s, qp, eng->recv_wqe_idx, wr_id, sge, num_sge,
+                          capacity);
+    if (!ret && chpp_qp_srq(s, qp)) {
+        eng->recv_cached = true;
+        eng->recv_wr_id = *wr_id;
+        eng->recv_num_sge = *num_sge;
+        memcpy(eng->recv_sge, sge, sizeof(ChppSge) * *num_sge);
+    }
+    return ret;
+}
+
 /* The PD the receive WQEs' lkeys belong to: the SRQ's, or the QP's. */
 static uint32_t chpp_recv_pd(ChppHcaState *s, ChppQp *qp)
 {
@@ -255,8 +286,7 @@ static bool chpp_resp_send_place(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
     uint8_t verr = 0;
     int ret;
 
-    ret = chpp_recv_fetch(s, qp, eng->recv_wqe_idx, &wr_id, sge, &num_sge,
-                          &cap);
+    ret = chpp_recv_msg_fetch(s, qp, &wr_id, sge, &num_sge, &cap);
     if (ret == -EIO) {
         chpp_resp_srq_lost(s, qp, pkt);
         return false;
@@ -325,6 +355,7 @@ static bool chpp_resp_send(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
         eng->recv_active = true;
         eng->recv_wqe_idx = idx;
         eng->recv_len = 0;
+        eng->recv_cached = false;
     } else if (!eng->recv_active || pkt->offset != eng->recv_len) {
         chpp_resp_fail(s, qp, pkt, CHPP_NAK_INV_REQ, CHPP_EVENT_WQ_INVAL_REQ,
                        false, 0, 0, CHPP_VERR_REMOTE_INVALID);
@@ -822,8 +853,7 @@ void chpp_resp_flush(ChppHcaState *s, ChppQp *qp)
 
     qp->eng.rd_count = 0;
     if (qp->eng.recv_active) {
-        chpp_recv_fetch(s, qp, qp->eng.recv_wqe_idx, &wr_id, sge, &num_sge,
-                        &cap);
+        chpp_recv_msg_fetch(s, qp, &wr_id, sge, &num_sge, &cap);
         chpp_recv_cqe(s, qp, wr_id, CHPP_CQE_OP_RECV, CHPP_WC_WR_FLUSH_ERR,
                       CHPP_VERR_FLUSH, 0, NULL);
         qp->eng.recv_active = false;

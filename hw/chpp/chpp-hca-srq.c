@@ -4,12 +4,12 @@
  * An SRQ is a ring of receive WQEs (the RQ's format) in guest memory,
  * mapped by MTT entries like an RQ, that any number of QPs of the function
  * take their receive WQEs from (CHPP_QP_FLAG_SRQ at RST2INIT).  The
- * responder takes them in ring order; a WQE that a multi-packet message is
- * filling stays in use until the message is done (the responder reads it
- * again for every packet), so WQEs are freed out of the order they were
- * taken in.  After each take, and each message that lets a WQE go, the
- * device writes a consumer record behind the ring: every WQE before its
- * free index (the oldest still in use, or all taken) may be posted again.
+ * responder takes them in ring order and copies each into the receiving
+ * QP's engine at the message's first packet, so a slot is free once its
+ * WQE is taken, however long the message lasts and whatever order
+ * messages on different QPs end in.  After each take, and each message
+ * that lets a WQE go, the device writes a consumer record behind the ring:
+ * every WQE before its free index may be posted again.
  * docs/shared-receive-queues.md is the specification of this file.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -70,8 +70,10 @@ static void chpp_srq_set_error(ChppHcaState *s, ChppSrq *srq,
 }
 
 /*
- * The free index: the oldest WQE a QP attached to @srq is still filling,
- * or every WQE taken if none is.
+ * The free index: the oldest WQE a QP attached to @srq is still filling
+ * from the ring, or every WQE taken if none is.  A WQE copied into the
+ * QP's engine (recv_cached, from the message's first packet on) does not
+ * hold its slot.
  */
 static uint32_t chpp_srq_free_index(ChppHcaState *s, ChppSrq *srq)
 {
@@ -87,7 +89,8 @@ static uint32_t chpp_srq_free_index(ChppHcaState *s, ChppSrq *srq)
         uint32_t a;
 
         if (qp->state == CHPP_QPS_RESET || !(qp->flags & CHPP_QP_FLAG_SRQ) ||
-            qp->srqn != srqn || !qp->eng.recv_active) {
+            qp->srqn != srqn || !qp->eng.recv_active ||
+            chpp_srq_wqe_copied(qp)) {
             continue;
         }
         a = (srq->ci - qp->eng.recv_wqe_idx) & CHPP_SRQ_IDX_MASK;
@@ -151,10 +154,20 @@ bool chpp_srq_take(ChppHcaState *s, ChppSrq *srq, uint32_t *idx)
     return true;
 }
 
+uint32_t chpp_sge_capacity(const ChppSge *sge, uint32_t num_sge)
+{
+    uint64_t cap = 0;
+    uint32_t i;
+
+    for (i = 0; i < num_sge; i++) {
+        cap += sge[i].length;
+    }
+    return MIN(cap, UINT32_MAX);
+}
+
 bool chpp_rwqe_parse(const uint8_t *buf, uint32_t stride, uint64_t *wr_id,
                      ChppSge *sge, uint32_t *num_sge, uint32_t *capacity)
 {
-    uint64_t cap = 0;
     uint32_t i, n;
 
     *wr_id = ldq_le_p(buf);
@@ -171,10 +184,9 @@ bool chpp_rwqe_parse(const uint8_t *buf, uint32_t stride, uint64_t *wr_id,
         sge[i].length = ldl_le_p(p);
         sge[i].lkey = ldl_le_p(p + 4);
         sge[i].addr = ldq_le_p(p + 8);
-        cap += sge[i].length;
     }
     *num_sge = n;
-    *capacity = MIN(cap, UINT32_MAX);
+    *capacity = chpp_sge_capacity(sge, n);
     return true;
 }
 
@@ -398,6 +410,9 @@ void chpp_srq_pre_load(ChppHcaState *s)
     chpp_srq_reset(s);
     for (i = 0; i < s->params.num_qps; i++) {
         s->qps[i].srqn = 0;
+        /* Streams without "copied-srq-wqe": every WQE in use is read. */
+        s->qps[i].eng.recv_cached = false;
+        s->qps[i].eng.recv_num_sge = 0;
     }
 }
 
@@ -476,6 +491,15 @@ bool chpp_srq_in_use(const ChppSrq *srq, uint32_t idx)
            ((idx - srq->free) & CHPP_SRQ_IDX_MASK) < taken;
 }
 
+/*
+ * A QP's copied SRQ WQE counts only with a message in progress (a take
+ * clears recv_cached; what a finished message left is never read).
+ */
+bool chpp_srq_wqe_copied(const ChppQp *qp)
+{
+    return qp->eng.recv_active && qp->eng.recv_cached;
+}
+
 static const VMStateDescription vmstate_chpp_srq = {
     .name = "chpp-hca-srq",
     .version_id = 1,
@@ -492,6 +516,65 @@ static const VMStateDescription vmstate_chpp_srq = {
         VMSTATE_UINT32(pi, ChppSrq),
         VMSTATE_UINT32(ci, ChppSrq),
         VMSTATE_UINT32(free, ChppSrq),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_chpp_sge = {
+    .name = "chpp-hca-sge",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT32(lkey, ChppSge),
+        VMSTATE_UINT32(length, ChppSge),
+        VMSTATE_UINT64(addr, ChppSge),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* The SRQ WQE each QP copied for the message it is filling. */
+static const VMStateDescription vmstate_chpp_qp_srq_wqe = {
+    .name = "chpp-hca-qp-srq-wqe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_BOOL(eng.recv_cached, ChppQp),
+        VMSTATE_UINT32(eng.recv_num_sge, ChppQp),
+        VMSTATE_UINT64(eng.recv_wr_id, ChppQp),
+        VMSTATE_STRUCT_ARRAY(eng.recv_sge, ChppQp, CHPP_MAX_SGE, 1,
+                             vmstate_chpp_sge, ChppSge),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool chpp_srq_wqes_needed(void *opaque)
+{
+    ChppHcaState *s = opaque;
+    uint32_t i;
+
+    for (i = 0; i < s->params.num_qps; i++) {
+        if (chpp_srq_wqe_copied(&s->qps[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Only sent while a message fills a copied SRQ WQE: without it (older
+ * streams) the destination reads such a WQE from the ring, whose slot the
+ * source's free index still held.
+ */
+const VMStateDescription vmstate_chpp_srq_wqes = {
+    /* Not "chpp-hca-function/srq...": that would read as its child. */
+    .name = "chpp-hca-function/copied-srq-wqe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = chpp_srq_wqes_needed,
+    .fields = (VMStateField[]) {
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(qps, ChppHcaState,
+                                             params.num_qps,
+                                             vmstate_chpp_qp_srq_wqe, ChppQp),
         VMSTATE_END_OF_LIST()
     }
 };

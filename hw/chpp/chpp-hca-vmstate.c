@@ -84,6 +84,7 @@ static const VMStateDescription *chpp_function_subsections[] = {
     &vmstate_chpp_db_err,
     &vmstate_chpp_db_lost,
     &vmstate_chpp_srqs,
+    &vmstate_chpp_srq_wqes,
     &vmstate_chpp_sma,
     &vmstate_chpp_mcg,
     &vmstate_chpp_frmr,

@@ -153,6 +153,13 @@ typedef struct ChppReadResp {
     ChppTimingMsg tm;           /* timing mode; not migrated */
 } ChppReadResp;
 
+/* A scatter/gather entry of a WQE. */
+typedef struct ChppSge {
+    uint32_t lkey;
+    uint32_t length;
+    uint64_t addr;
+} ChppSge;
+
 /* Engine state of a QP: requester, responder, timer.  Fixed size. */
 typedef struct ChppQpEngine {
     /* requester (the next PSN to send is ChppQp.sq_psn) */
@@ -171,6 +178,14 @@ typedef struct ChppQpEngine {
     bool recv_active;           /* a SEND is spreading over packets */
     uint32_t recv_wqe_idx;
     uint32_t recv_len;          /* bytes of the message placed so far */
+    /*
+     * An SRQ's WQE recv_wqe_idx, copied at the message's first packet so
+     * that its slot may be posted again at once (recv_cached)
+     */
+    bool recv_cached;
+    uint32_t recv_num_sge;
+    uint64_t recv_wr_id;
+    ChppSge recv_sge[CHPP_MAX_SGE];
     bool nak_sent;              /* sequence NAK sent, not yet resolved */
     bool comm_est;              /* COMM_EST posted */
     ChppReadResp rd[CHPP_MAX_RD_ATOMIC];
@@ -637,13 +652,6 @@ uint8_t chpp_cmd_write_mtt(ChppHcaState *s, uint32_t count, uint64_t mailbox);
 const ChppMpt *chpp_mr_lookup(ChppHcaState *s, uint32_t key, uint32_t pd,
                               uint64_t va, uint64_t len, uint32_t need,
                               uint8_t *verr);
-/* A scatter/gather entry of a WQE. */
-typedef struct ChppSge {
-    uint32_t lkey;
-    uint32_t length;
-    uint64_t addr;
-} ChppSge;
-
 /*
  * Copy @len bytes at message offset @offset between @buf and a scatter/
  * gather list, each piece checked against its region in @qp's PD; false
@@ -725,10 +733,14 @@ int chpp_srq_wqe_fetch(ChppHcaState *s, ChppSrq *srq, uint32_t idx,
 bool chpp_srq_update(ChppHcaState *s, ChppSrq *srq);
 /* Loading: is @idx a WQE @srq handed out and did not free yet? */
 bool chpp_srq_in_use(const ChppSrq *srq, uint32_t idx);
+bool chpp_srq_wqe_copied(const ChppQp *qp);
 /* A receive WQE (RQ or SRQ) in @buf: false if its segments do not fit. */
+/* Bytes the segments hold, at most UINT32_MAX. */
+uint32_t chpp_sge_capacity(const ChppSge *sge, uint32_t num_sge);
 bool chpp_rwqe_parse(const uint8_t *buf, uint32_t stride, uint64_t *wr_id,
                      ChppSge *sge, uint32_t *num_sge, uint32_t *capacity);
 extern const VMStateDescription vmstate_chpp_srqs;
+extern const VMStateDescription vmstate_chpp_srq_wqes;
 
 /* chpp-hca-qp.c: QP contexts and the modify-QP state machine. */
 void chpp_qp_reset(ChppHcaState *s);

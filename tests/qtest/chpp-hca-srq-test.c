@@ -903,10 +903,11 @@ static void test_error_in_progress(void)
     qtest_clock_step(f->d->qts, 10000);
     c = fx_query(f);
     g_assert_cmpuint(le32_to_cpu(c.ci), ==, 1);
-    g_assert_cmpuint(le32_to_cpu(c.free), ==, 0);
-    fx_record(f, 0, 1);
-    /* The oldest WQE in use bounds the producer index. */
-    db_refused(f, UAR, CHPP_UAR_SRQ_DB, SRQN << 16 | 5, 4);
+    /* The WQE in use was copied at the first packet: its slot is free. */
+    g_assert_cmpuint(le32_to_cpu(c.free), ==, 1);
+    fx_record(f, 1, 1);
+    /* The free index still bounds the producer index. */
+    db_refused(f, UAR, CHPP_UAR_SRQ_DB, SRQN << 16 | 6, 4);
 
     g_assert_cmphex(qp_cmd(f, CHPP_CMD_2ERR_QP, 1), ==,
                     CHPP_STAT_OK);
@@ -922,6 +923,68 @@ static void test_error_in_progress(void)
     fx_send(f, 2, 2, 64, 2, 0);
     fx_expect(f, RCQ, 0x101, 3, CHPP_WC_SUCCESS, 64);
     fx_record(f, 2, 2);
+    fx_free(f);
+}
+
+/*
+ * The pattern of UCX's rc_verbs on one SRQ with several peers: QP 1's
+ * message from a slow peer fills WQE 0 (here: the peer, QP 0, fails after
+ * the first packets, so the message never ends) while QP 3's short
+ * messages complete, and the driver keeps max_wr (4, the size) receives
+ * posted, reposting each completed one while the record lets it (pi -
+ * free < size).  Every repost is accepted (no DOORBELL_ERROR) and lands,
+ * the first one overwriting WQE 0's slot; QP 1's flush still reports WQE
+ * 0's wr_id.
+ */
+static void test_repost_in_progress(void)
+{
+    /* Timing mode: the long message advances only with the clock. */
+    Fx *f = fx_new("timing=on");
+    uint32_t len = 4 << 20;
+    uint64_t big = fx_buf(f, len);
+    uint32_t bkey = fx_mr(f, big, len, CHPP_MPT_LOCAL_WRITE);
+    TSge sge = { big, len, bkey };
+    uint32_t i, rfree, rci;
+    struct chpp_cqe cqe;
+
+    fx_srq(f, 2);
+    chpp_post_srq_recvs(f->d, &f->srq, 0x100, &sge, 1, 1);
+    fx_post(f, 3);
+    g_assert_cmphex(fx_qp(f, 0, CHPP_QPT_RC, false), ==, CHPP_STAT_OK);
+    g_assert_cmphex(fx_qp(f, 1, CHPP_QPT_RC, true), ==, CHPP_STAT_OK);
+    fx_connect(f, 0, 1, 0, 1, 3);
+    fx_connect(f, 1, 0, 0, 1, 3);
+    fx_pair(f, 2, 3, CHPP_QPT_RC);
+
+    fx_send(f, 0, 1, len, 1, 0);
+    qtest_clock_step(f->d->qts, 10000);
+    g_assert_cmphex(qp_cmd(f, CHPP_CMD_2ERR_QP, 0), ==, CHPP_STAT_OK);
+    fx_expect(f, SCQ, 1, 0, CHPP_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(le32_to_cpu(fx_query(f).ci), ==, 1);
+    /* Two rounds of the ring while WQE 0's message is in progress. */
+    for (i = 0; i < 8; i++) {
+        fx_send(f, 2, 2 + i, 64, 2 + i, 0);
+        fx_expect(f, SCQ, 2 + i, 2, CHPP_WC_SUCCESS, 64);
+        fx_expect(f, RCQ, 0x101 + i, 3, CHPP_WC_SUCCESS, 64);
+        chpp_check(f->d, f->buf[(1 + i) % 16], 64, 2 + i);
+        chpp_srq_record(f->d, &f->srq, &rfree, &rci);
+        g_assert_cmpuint(rci, ==, 2 + i);
+        g_assert_cmpuint((f->srq.pi - rfree) & CHPP_UAR_DB_PI_MASK, <, 4);
+        fx_post(f, 1);
+    }
+    g_assert_false(chpp_cqe_valid(f->d, &f->cq[RCQ], &cqe));
+    fx_no_event(f);
+    g_assert_cmpuint(le32_to_cpu(fx_query(f).pi), ==, 12);
+    /* QP 1's WQE is the one it took, not what its slot holds now. */
+    g_assert_cmphex(qp_cmd(f, CHPP_CMD_2ERR_QP, 1), ==, CHPP_STAT_OK);
+    fx_expect(f, RCQ, 0x100, 1, CHPP_WC_WR_FLUSH_ERR, 0);
+    fx_event(f, CHPP_EVENT_LAST_WQE_REACHED, 1);
+    /* The reposted WQEs serve the next messages, in ring order. */
+    fx_send(f, 2, 10, 64, 10, 0);
+    fx_expect(f, RCQ, 0x109, 3, CHPP_WC_SUCCESS, 64);
+    chpp_check(f->d, f->buf[9], 64, 10);
+    fx_record(f, 10, 10);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_DB_ERRORS), ==, 0);
     fx_free(f);
 }
 
@@ -1177,7 +1240,8 @@ static void test_migrate(void)
     g_assert_cmphex(chpp_cmd(f->d, CHPP_CMD_ARM_SRQ, 3, SRQN, 0), ==,
                     CHPP_STAT_OK);
     fx_send(f, 0, 1, len, 1, 0);
-    g_assert_cmpuint(le32_to_cpu(fx_query(f).free), ==, 0);
+    /* WQE 0 taken and copied: its slot is free at once. */
+    g_assert_cmpuint(le32_to_cpu(fx_query(f).free), ==, 1);
 
     dst = chpp_start_incoming("num-qps=8", uri);
     srq_migrate(f->d->qs, dst->qs, uri);
@@ -1299,6 +1363,111 @@ static void test_migrate_refused(void)
     rmdir(dir);
 }
 
+/*
+ * QP 1 stuck in a message (its peer QP 0 failed after the first packets)
+ * with WQE 0 copied; QP 3 received one message and WQE 0's slot was
+ * posted again (wr_id 0x104).
+ */
+static Fx *fx_stuck(void)
+{
+    Fx *f = fx_new("timing=on");
+    uint32_t len = 4 << 20;
+    uint64_t big = fx_buf(f, len);
+    uint32_t bkey = fx_mr(f, big, len, CHPP_MPT_LOCAL_WRITE);
+    TSge sge = { big, len, bkey };
+
+    fx_srq(f, 2);
+    chpp_post_srq_recvs(f->d, &f->srq, 0x100, &sge, 1, 1);
+    fx_post(f, 3);
+    g_assert_cmphex(fx_qp(f, 0, CHPP_QPT_RC, false), ==, CHPP_STAT_OK);
+    g_assert_cmphex(fx_qp(f, 1, CHPP_QPT_RC, true), ==, CHPP_STAT_OK);
+    fx_connect(f, 0, 1, 0, 1, 3);
+    fx_connect(f, 1, 0, 0, 1, 3);
+    fx_pair(f, 2, 3, CHPP_QPT_RC);
+    fx_send(f, 0, 1, len, 1, 0);
+    qtest_clock_step(f->d->qts, 10000);
+    g_assert_cmphex(qp_cmd(f, CHPP_CMD_2ERR_QP, 0), ==, CHPP_STAT_OK);
+    fx_expect(f, SCQ, 1, 0, CHPP_WC_WR_FLUSH_ERR, 0);
+    fx_send(f, 2, 2, 64, 2, 0);
+    fx_expect(f, SCQ, 2, 2, CHPP_WC_SUCCESS, 64);
+    fx_expect(f, RCQ, 0x101, 3, CHPP_WC_SUCCESS, 64);
+    fx_post(f, 1);
+    fx_record(f, 2, 2);
+    return f;
+}
+
+/*
+ * A QP's copied SRQ WQE migrates ("chpp-hca-function/copied-srq-wqe"):
+ * on the destination QP 1's flush still reports WQE 0's wr_id, not what
+ * the slot holds now, and the SRQ serves QP 3 on.
+ */
+static void test_migrate_copied(void)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("chpp-srq-XXXXXX", NULL);
+    g_autofree char *uri = g_strdup_printf("unix:%s/mig", tmpdir);
+    g_autofree char *sock = g_strdup_printf("%s/mig", tmpdir);
+    Fx *f = fx_stuck();
+    ChppDev *dst;
+
+    dst = chpp_start_incoming("num-qps=8,timing=on", uri);
+    srq_migrate(f->d->qs, dst->qs, uri);
+    chpp_adopt_migrated(dst, f->d);
+    migrate_allocator(&f->d->qs->alloc, &dst->qs->alloc);
+    dst->next_mtt = f->d->next_mtt;
+    chpp_stop(f->d);
+    f->d = dst;
+
+    fx_record(f, 2, 2);
+    g_assert_cmphex(qp_cmd(f, CHPP_CMD_2ERR_QP, 1), ==, CHPP_STAT_OK);
+    fx_expect(f, RCQ, 0x100, 1, CHPP_WC_WR_FLUSH_ERR, 0);
+    fx_event(f, CHPP_EVENT_LAST_WQE_REACHED, 1);
+    fx_send(f, 2, 3, 64, 3, 0);
+    fx_expect(f, RCQ, 0x102, 3, CHPP_WC_SUCCESS, 64);
+    chpp_check(f->d, f->buf[2], 64, 3);
+    fx_free(f);
+    unlink(sock);
+    rmdir(tmpdir);
+}
+
+/*
+ * A copied WQE of a stream with more segments than a WQE can have is
+ * refused by name.  The subsection "chpp-hca-function/copied-srq-wqe":
+ * per QP recv_cached (1 byte), recv_num_sge (4), recv_wr_id (8), 32
+ * segments (16 each), big-endian.
+ */
+static const char srq_wqe_header[] =
+    "\x05\x20" "chpp-hca-function/copied-srq-wqe";
+#define SRQ_WQE_BYTES   (1 + 4 + 8 + CHPP_MAX_SGE * 16)
+
+static void test_migrate_copied_refused(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("chpp-srq-bad-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("%s/good", dir);
+    g_autofree char *log = g_strdup_printf("%s/log", dir);
+    const char *props = "num-qps=8,timing=on";
+    g_autofree uint8_t *data = NULL;
+    Fx *f = fx_stuck();
+    size_t len, q1;
+
+    chpp_save_to_file(f->d->qts, good);
+    fx_free(f);
+    g_assert(g_file_get_contents(good, (char **)&data, &len, NULL));
+    q1 = chpp_stream_find(data, len, srq_wqe_header,
+                          strlen(srq_wqe_header)) +
+         strlen(srq_wqe_header) + 4 + SRQ_WQE_BYTES;
+    g_assert_cmpuint(data[q1], ==, 1);
+    g_assert_cmpuint(ldl_be_p(data + q1 + 1), ==, 1);
+    g_assert_cmphex(ldq_be_p(data + q1 + 5), ==, 0x100);
+
+    chpp_load_stream(props, good, log, true);
+    chpp_load_corrupted(props, data, len, dir, "copied WQE segments",
+                        q1 + 4, CHPP_MAX_SGE + 1,
+                        "QP 1: eng.recv_num_sge 33 (max 32)");
+    unlink(good);
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1314,11 +1483,16 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/srq/last-wqe", test_last_wqe);
     qtest_add_func("/chpp-hca/srq/error-in-progress",
                    test_error_in_progress);
+    qtest_add_func("/chpp-hca/srq/repost-in-progress",
+                   test_repost_in_progress);
     qtest_add_func("/chpp-hca/srq/bad-wqe", test_bad_wqe);
     qtest_add_func("/chpp-hca/srq/ring-dma-error", test_ring_dma_error);
     qtest_add_func("/chpp-hca/srq/vf", test_vf);
     qtest_add_func("/chpp-hca/srq/reset", test_reset);
     qtest_add_func("/chpp-hca/srq/migrate", test_migrate);
     qtest_add_func("/chpp-hca/srq/migrate-refused", test_migrate_refused);
+    qtest_add_func("/chpp-hca/srq/migrate-copied", test_migrate_copied);
+    qtest_add_func("/chpp-hca/srq/migrate-copied-refused",
+                   test_migrate_copied_refused);
     return g_test_run();
 }
