@@ -28,10 +28,14 @@ def name(table, value):
 def hca_state(s):
     p = s["params"]
     node = int(p["node_id"])
-    print("chpp-hca node %d: hca-init %s, link up %s (peer %d), "
+    peers = s["link"]["peers"]
+    up = [int(peers[i]["node"])
+          for i in range(peers.type.range()[1] + 1) if peers[i]["up"]]
+    print("chpp-hca node %d: hca-init %s, link up %s (peers %s), "
           "doorbell FIFO %d/%d" %
           (node, bool(s["hca_init"]), bool(s["link"]["up"]),
-           int(s["link"]["peer_node"]), int(s["db_count"]), DB_FIFO_DEPTH))
+           " ".join(str(n) for n in sorted(up)) or "none",
+           int(s["db_count"]), DB_FIFO_DEPTH))
     print("  port 1: %s (open %s)" %
           (name(PORT_STATES, s["port_state"][0]), bool(s["port_open"][0])))
     for i in range(int(p["num_eqs"])):
