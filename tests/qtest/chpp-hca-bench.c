@@ -142,20 +142,7 @@ static void qp_connect(Bench *b, ChppTQp *q, const ChppTQp *peer)
         .rnr_retry = 3,
     };
 
-    g_assert_cmphex(chpp_modify_qp(b->d, CHPP_CMD_INIT2RTR_QP, q->qpn,
-                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                                   CHPP_QP_ATTR_DEST_QPN |
-                                   CHPP_QP_ATTR_RQ_PSN |
-                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c),
-                    ==, CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(b->d, CHPP_CMD_RTR2RTS_QP, q->qpn,
-                                   CHPP_QP_ATTR_SQ_PSN |
-                                   CHPP_QP_ATTR_TIMEOUT |
-                                   CHPP_QP_ATTR_RETRY_CNT |
-                                   CHPP_QP_ATTR_RNR_RETRY |
-                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c),
-                    ==, CHPP_STAT_OK);
+    chpp_rc_qp_connect(b->d, q->qpn, &c);
 }
 
 static void bench_setup(Bench *b)

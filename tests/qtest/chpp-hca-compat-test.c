@@ -357,20 +357,7 @@ static void connect_rc(Fn *f, uint32_t qpn, const Fn *peer, uint32_t pqpn)
         .min_rnr_timer = 1, .timeout = 14, .retry_cnt = 3, .rnr_retry = 7,
     };
 
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_INIT2RTR_QP, qpn,
-                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                                   CHPP_QP_ATTR_DEST_QPN |
-                                   CHPP_QP_ATTR_RQ_PSN |
-                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(f->d, CHPP_CMD_RTR2RTS_QP, qpn,
-                                   CHPP_QP_ATTR_SQ_PSN |
-                                   CHPP_QP_ATTR_TIMEOUT |
-                                   CHPP_QP_ATTR_RETRY_CNT |
-                                   CHPP_QP_ATTR_RNR_RETRY |
-                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
-                    CHPP_STAT_OK);
+    chpp_rc_qp_connect(f->d, qpn, &c);
 }
 
 static void set_vf1_res(ChppPf *p)

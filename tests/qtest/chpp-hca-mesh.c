@@ -259,20 +259,7 @@ static void mesh_qp_connect(ChppMesh *m, int i, int j)
         .rnr_retry = 7,
     };
 
-    g_assert_cmphex(chpp_modify_qp(nd->d, CHPP_CMD_INIT2RTR_QP, j,
-                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                                   CHPP_QP_ATTR_DEST_QPN |
-                                   CHPP_QP_ATTR_RQ_PSN |
-                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(nd->d, CHPP_CMD_RTR2RTS_QP, j,
-                                   CHPP_QP_ATTR_SQ_PSN |
-                                   CHPP_QP_ATTR_TIMEOUT |
-                                   CHPP_QP_ATTR_RETRY_CNT |
-                                   CHPP_QP_ATTR_RNR_RETRY |
-                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
-                    CHPP_STAT_OK);
+    chpp_rc_qp_connect(nd->d, j, &c);
 }
 
 uint64_t chpp_mesh_rss_kib(ChppMesh *m, int i, bool peak)

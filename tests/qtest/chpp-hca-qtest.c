@@ -819,6 +819,25 @@ void chpp_node_qp(ChppNode *n, uint32_t qpn, uint8_t magic, uint8_t log_q,
                     CHPP_STAT_OK);
 }
 
+void chpp_rc_qp_connect(ChppDev *d, uint32_t qpn,
+                        const struct chpp_qp_context *c)
+{
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_INIT2RTR_QP, qpn,
+                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
+                                   CHPP_QP_ATTR_DEST_QPN |
+                                   CHPP_QP_ATTR_RQ_PSN |
+                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                   CHPP_QP_ATTR_MIN_RNR_TIMER, c), ==,
+                    CHPP_STAT_OK);
+    g_assert_cmphex(chpp_modify_qp(d, CHPP_CMD_RTR2RTS_QP, qpn,
+                                   CHPP_QP_ATTR_SQ_PSN |
+                                   CHPP_QP_ATTR_TIMEOUT |
+                                   CHPP_QP_ATTR_RETRY_CNT |
+                                   CHPP_QP_ATTR_RNR_RETRY |
+                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, c), ==,
+                    CHPP_STAT_OK);
+}
+
 void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
                        uint8_t retry)
 {
@@ -835,20 +854,7 @@ void chpp_node_connect(ChppNode *n, const ChppNode *peer, uint8_t timeout,
         .rnr_retry = 7,
     };
 
-    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_INIT2RTR_QP, n->qp.qpn,
-                                   CHPP_QP_ATTR_AV | CHPP_QP_ATTR_PATH_MTU |
-                                   CHPP_QP_ATTR_DEST_QPN |
-                                   CHPP_QP_ATTR_RQ_PSN |
-                                   CHPP_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                                   CHPP_QP_ATTR_MIN_RNR_TIMER, &c), ==,
-                    CHPP_STAT_OK);
-    g_assert_cmphex(chpp_modify_qp(n->d, CHPP_CMD_RTR2RTS_QP, n->qp.qpn,
-                                   CHPP_QP_ATTR_SQ_PSN |
-                                   CHPP_QP_ATTR_TIMEOUT |
-                                   CHPP_QP_ATTR_RETRY_CNT |
-                                   CHPP_QP_ATTR_RNR_RETRY |
-                                   CHPP_QP_ATTR_MAX_QP_RD_ATOMIC, &c), ==,
-                    CHPP_STAT_OK);
+    chpp_rc_qp_connect(n->d, n->qp.qpn, &c);
 }
 
 /* ---- SR-IOV ------------------------------------------------------------- */

@@ -99,6 +99,9 @@ void chpp_rq_db(ChppDev *d, uint16_t uar, uint32_t qpn, uint32_t pi);
 uint8_t chpp_modify_qp(ChppDev *d, uint16_t opcode, uint32_t qpn,
                        uint32_t mask, const struct chpp_qp_context *ctx);
 uint8_t chpp_query_qp(ChppDev *d, uint32_t qpn, struct chpp_qp_context *ctx);
+/* An RC QP in INIT to RTR and RTS with @c's path, PSNs, limits and timers. */
+void chpp_rc_qp_connect(ChppDev *d, uint32_t qpn,
+                        const struct chpp_qp_context *c);
 
 /* Data path: a CQ and a QP as the test sees them, and work requests. */
 typedef struct ChppTCq {
