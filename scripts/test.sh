@@ -38,6 +38,9 @@ if [ "$rc" != 0 ]; then
         cat "$log" >&2
         chpp_log "---- end of $log ----"
     fi
+    # Again, only the failures, last: a log cut to its end still shows them.
+    json="$BLD/meson-logs/testlog.json"
+    [ ! -f "$json" ] || python3 "$CHPP_ROOT/scripts/lib/failed-tests.py" "$json" >&2
     chpp_die "tests failed"
 fi
 chpp_log "all tests passed"
