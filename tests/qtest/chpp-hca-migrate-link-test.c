@@ -36,8 +36,17 @@
 /* Local ACK timeout 2^16 * 4.096 us = 268 ms of virtual time. */
 #define QP_TIMEOUT  16
 #define QP_RETRY    7
-/* Virtual time per step while waiting: well below the ACK timeout. */
-#define STEP_NS     (20 * 1000 * 1000)
+/*
+ * Virtual time per step while waiting: well below the ACK timeout (54
+ * steps), with a real pause after each, so that on a loaded machine the
+ * peers' reader threads and main loops run before the virtual timeouts
+ * and retries (8 of them) are used up: 20 ms steps with 0.2 ms pauses
+ * ended in RETRY_EXC_ERR under CI's load.
+ */
+#define STEP_NS     (5 * 1000 * 1000)
+#define STEP_US     1000
+/* Virtual time well past every timeout and retry of the QPs above. */
+#define PAST_NS     (2ll * 1000 * 1000 * 1000)
 #define HOLD_NS     (100ll * 1000 * 1000 * 1000)
 
 typedef struct Fn {
@@ -118,7 +127,7 @@ static void step2(Pair *t, int64_t ns)
 {
     qtest_clock_step(t->p[0]->d->qts, ns);
     qtest_clock_step(t->p[1]->d->qts, ns);
-    g_usleep(200);
+    g_usleep(STEP_US);
 }
 
 static void poll2(Pair *t, Fn *f, uint32_t cqn, struct chpp_cqe *cqe)
@@ -449,7 +458,7 @@ static void test_migrate_with_work(const char *props, int mig)
     qtest_memset(t.vf[0].n.d->qts, t.vf[0].buf + O_LONG, 0, PUT_LONG);
     qtest_memset(t.vf[1].n.d->qts, t.vf[1].buf + O_PUT, 0, 50000);
     qtest_memset(t.pf[0].n.d->qts, t.pf[0].buf + O_PUT, 0, 8192);
-    for (i = 0; i < 100; i++) {
+    for (i = 0; i < PAST_NS / STEP_NS; i++) {
         step2(&t, STEP_NS);
     }
     g_assert_true(zero(&t.vf[0], O_LONG, PUT_LONG));
