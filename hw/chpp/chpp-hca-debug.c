@@ -316,6 +316,9 @@ static void chpp_state_link_fabric(StateVisit *sv, ChppHcaState *s)
     sv_u64(sv, "eth-other-type", es ? es->other_type : 0);
     sv_u64(sv, "eth-other-dst", es ? es->other_dst : 0);
     sv_u64(sv, "eth-bad", es ? es->bad : 0);
+    sv_u64(sv, "hello-unmet", l->fab.unmet);
+    sv_u64(sv, "hello-epoch-conflicts", l->fab.epoch_conflicts);
+    sv_u64(sv, "hello-table-full", l->fab.table_full);
     sv_list(sv, "peers");
     for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
         const ChppPeer *p = &l->peers[i];

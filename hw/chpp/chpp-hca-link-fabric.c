@@ -18,18 +18,38 @@
 
 
 /*
- * HELLO on a segment.  Broadcast ones announce a node (and keep it alive);
- * a node meeting another makes fresh state for it and says so in a
- * unicast HELLO flagged NEW, which the other answers with ACK after
- * dropping whatever it held of us: both sides then start from a clean
- * slate (credits whole, sequence numbers 0).  A new epoch is a restarted
- * node: its old state goes as a chardev reconnect's does.
+ * A HELLO with another epoch than the one node @p is up with: a restart
+ * (the old incarnation is gone, so silent) or someone else claiming the
+ * node (the old one still speaks).  The new epoch wins only once the
+ * known one has sent no HELLO for CHPP_LINK_EPOCH_HELLOS of our HELLO
+ * periods (nodes of a segment use one link-hello-ms) or the loss timeout,
+ * if shorter.
+ */
+static bool chpp_link_eth_epoch_live(ChppLink *l, ChppPeer *p, int64_t now)
+{
+    uint64_t ms = MIN((uint64_t)CHPP_LINK_EPOCH_HELLOS * l->hello_ms,
+                      l->lost_ms);
+
+    return now - p->epoch_heard < (int64_t)(ms * SCALE_MS);
+}
+
+/*
+ * HELLO on a segment.  Broadcast ones announce a node (and keep it alive).
+ * A node without state here gets a unicast HELLO flagged NEW carrying its
+ * epoch, and nothing else: state (a slot of the peer table) is made only
+ * by a HELLO that carries our epoch, the NEW of a node that heard ours
+ * (answered with ACK) or the ACK to ours.  Whoever makes state starts
+ * afresh (credits whole, sequence numbers 0), and a NEW from a peer that
+ * is up says it did: ours goes too.  A new epoch is a restarted node: its
+ * old state goes as a chardev reconnect's does, once the old epoch is
+ * silent.
  */
 static void chpp_link_eth_hello(ChppHcaState *s, const ChppEthSrc *src,
                                 const uint8_t *b, uint32_t len)
 {
     ChppLink *l = &s->link;
     struct chpp_link_hello h = {};
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     uint16_t node;
     uint32_t epoch;
     bool mine;
@@ -58,6 +78,13 @@ static void chpp_link_eth_hello(ChppHcaState *s, const ChppEthSrc *src,
     mine = !src->bcast && le32_to_cpu(h.peer_epoch) == l->epoch;
     p = chpp_peer_find(l, node);
     if (p && p->epoch != epoch) {
+        if (chpp_link_eth_epoch_live(l, p, now)) {
+            l->fab.epoch_conflicts++;
+            chpp_count(s, CHPP_CNT_LINK_SPOOFED);
+            trace_chpp_hca_err_link_bad("new epoch while the known one "
+                                        "speaks");
+            return;
+        }
         chpp_link_peer_down(s, p, "restarted: new epoch");
         p = NULL;
     }
@@ -67,22 +94,26 @@ static void chpp_link_eth_hello(ChppHcaState *s, const ChppEthSrc *src,
         p = NULL;
     }
     if (!p) {
+        if (!mine || !(h.flags & (CHPP_LINK_HELLO_F_NEW |
+                                  CHPP_LINK_HELLO_F_ACK))) {
+            /* Met, or our NEW was lost: (again) tell it we start afresh. */
+            l->fab.unmet++;
+            chpp_link_send_hello(s, node, CHPP_LINK_HELLO_F_NEW, epoch);
+            return;
+        }
         p = chpp_link_peer_new(s, node, epoch, &h);
         if (!p) {
+            l->fab.table_full++;
             trace_chpp_hca_err_link_bad("peer table full");
             return;
         }
     }
-    p->last_seen = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    p->epoch_heard = now;
+    p->last_seen = now;
     if (mine && (h.flags & CHPP_LINK_HELLO_F_NEW)) {
         chpp_link_send_hello(s, node, CHPP_LINK_HELLO_F_ACK, epoch);
-        chpp_link_peer_up(s, p);
-    } else if (mine && (h.flags & CHPP_LINK_HELLO_F_ACK)) {
-        chpp_link_peer_up(s, p);
-    } else if (!p->up) {
-        /* Met, or our NEW was lost: (again) tell it we start afresh. */
-        chpp_link_send_hello(s, node, CHPP_LINK_HELLO_F_NEW, epoch);
     }
+    chpp_link_peer_up(s, p);
 }
 
 /*

@@ -15,6 +15,8 @@
 #define CHPP_LINK_TO_ALL UINT32_MAX
 /* Ethernet: a sender blocked on credits probes this often. */
 #define CHPP_LINK_PROBE_MS 100
+/* Ethernet: a peer's epoch silent this many HELLO periods may be replaced. */
+#define CHPP_LINK_EPOCH_HELLOS 3
 
 /* Frames granted per (peer, VC): what our HELLO announces. */
 static inline uint32_t chpp_link_grant(ChppLink *l)

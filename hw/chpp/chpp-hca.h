@@ -345,6 +345,7 @@ typedef struct ChppPeer {
     uint16_t node;
     uint32_t epoch;             /* Ethernet: the peer's link start */
     int64_t last_seen;          /* Ethernet: realtime ns, its last record */
+    int64_t epoch_heard;        /* Ethernet: realtime ns, last HELLO of epoch */
     int64_t last_credit[CHPP_NUM_VCS];  /* realtime ns of its last CREDIT */
     uint32_t credits[CHPP_NUM_VCS];     /* frames we may still send */
     uint32_t owed[CHPP_NUM_VCS];        /* frames consumed, not credited */
@@ -374,6 +375,16 @@ typedef struct ChppVcStats {
 } ChppVcStats;
 
 /*
+ * HELLOs of a segment dropped (chpp-hca-link-fabric.c, docs/fabric.md "A
+ * hostile node"; state property; not migrated)
+ */
+typedef struct ChppFabricStats {
+    uint64_t unmet;             /* from a node without state: no slot taken */
+    uint64_t epoch_conflicts;   /* another epoch while the known one speaks */
+    uint64_t table_full;        /* handshake done, no free slot */
+} ChppFabricStats;
+
+/*
  * Link to other adapters (chpp-hca-link.c): over a chardev byte stream to
  * one peer, or over a QEMU netdev (chpp-hca-link-eth.c) to a segment.
  */
@@ -385,6 +396,7 @@ typedef struct ChppLink {
     uint32_t lost_ms;           /* property link-peer-timeout-ms */
     uint32_t eth_credits;       /* property link-credits (Ethernet) */
     uint32_t epoch;             /* Ethernet: random per link start */
+    ChppFabricStats fab;        /* Ethernet: HELLOs dropped */
     QEMUTimer *tick;            /* Ethernet: HELLO, peer loss, probes */
     int64_t next_hello;         /* realtime ns */
     bool use_thread;            /* property link-thread */

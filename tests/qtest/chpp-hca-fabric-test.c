@@ -62,12 +62,16 @@ static char *fab_netdev(void)
                            colon + 1);
 }
 
-/* Node @id on the segment, with device properties @more ("" or ",..."). */
-static void fab_start_props(Fab *f, uint16_t id, const char *more)
+/*
+ * Node @id on the segment, a HELLO every @hello_ms, peers lost after
+ * @lost_ms, with device properties @more ("" or ",...").
+ */
+static void fab_start_timed(Fab *f, uint16_t id, unsigned hello_ms,
+                            unsigned lost_ms, const char *more)
 {
     g_autofree char *props = g_strdup_printf(
-        "node-id=%u,netdev=fab,link-hello-ms=100,link-peer-timeout-ms=1000%s",
-        id, more);
+        "node-id=%u,netdev=fab,link-hello-ms=%u,link-peer-timeout-ms=%u%s",
+        id, hello_ms, lost_ms, more);
     g_autofree char *extra = fab_netdev();
 
     memset(f, 0, sizeof(*f));
@@ -76,6 +80,11 @@ static void fab_start_props(Fab *f, uint16_t id, const char *more)
     qtest_memset(f->n.d->qts, f->buf, 0, 2 * BUF);
     f->key = chpp_create_mr(f->n.d, f->n.next_mr++, PD, f->buf, 2 * BUF,
                             MR_ALL);
+}
+
+static void fab_start_props(Fab *f, uint16_t id, const char *more)
+{
+    fab_start_timed(f, id, 100, 1000, more);
 }
 
 static void fab_start(Fab *f, uint16_t id)
@@ -463,6 +472,7 @@ typedef struct Rogue {
     struct sockaddr_in group;
     uint16_t node;
     uint32_t epoch;
+    uint32_t credits;           /* what its HELLOs grant */
 } Rogue;
 
 static void rogue_open(Rogue *r, uint16_t node)
@@ -476,6 +486,7 @@ static void rogue_open(Rogue *r, uint16_t node)
     *colon = 0;
     r->node = node;
     r->epoch = 0x5eed0000 | node;
+    r->credits = 8;
     r->group.sin_family = AF_INET;
     r->group.sin_port = htons(atoi(colon + 1));
     g_assert(inet_aton(host, &r->group.sin_addr));
@@ -550,7 +561,7 @@ static void rogue_hello(Rogue *r, uint16_t mac_node, uint16_t node,
         .node_id = cpu_to_le16(node),
         .data_vcs = 1,
         .flags = flags,
-        .credits = { cpu_to_le32(8), cpu_to_le32(8) },
+        .credits = { cpu_to_le32(r->credits), cpu_to_le32(r->credits) },
         .epoch = cpu_to_le32(epoch),
         .peer_epoch = cpu_to_le32(peer_epoch),
     };
@@ -725,6 +736,245 @@ static void test_hostile(void)
     fab_stop(f, 2);
 }
 
+/* Nodes in @f's peer table. */
+static unsigned peer_count(Fab *f)
+{
+    QDict *link = link_state(f);
+    unsigned n = qlist_size(qdict_get_qlist(link, "peers"));
+
+    qobject_unref(link);
+    return n;
+}
+
+/*
+ * Made-up nodes (docs/fabric.md, "A hostile node").  HELLOs of nodes that
+ * do not know node 1's epoch take no slot of its peer table: a real node
+ * joins after a flood of them.  HELLOs of other epochs for node 2, while
+ * node 2 speaks, drop nothing of it: its QP keeps working.  A node that
+ * completes handshakes for made-up ids fills the table: counted, and the
+ * peers up stay.
+ */
+static void test_hostile_nodes(void)
+{
+    Fab f[3];
+    Rogue r;
+    uint32_t epoch, epoch2, spoof;
+    uint64_t unmet, conflicts, full;
+    unsigned i, j, flood = 2 * CHPP_LINK_PEERS_MAX;
+
+    new_segment();
+    /* A HELLO every 500 ms: node 2's epoch is live for 1.5 s after each. */
+    fab_start_timed(&f[0], 1, 500, 5000, "");
+    fab_start_timed(&f[1], 2, 500, 5000, "");
+    wait_all(f, 2);
+    fab_connect(&f[0], &f[1], 14, 7);
+    put_get(&f[0], &f[1], f, 2, 30000, 1);
+    rogue_open(&r, 9);
+    epoch = rogue_learn_epoch(&r, 1);
+    epoch2 = peer_u64(&f[0], 2, "epoch");
+
+    /* Made-up nodes: HELLOs broadcast, and NEWs with a wrong epoch. */
+    unmet = link_u64(&f[0], "hello-unmet");
+    for (i = 0; i < flood; i += 8) {
+        for (j = i; j < i + 8; j++) {
+            rogue_hello(&r, 100 + j, 100 + j, CHPP_LINK_VERSION_MAJOR,
+                        0x1000 + j, 0, 0xffff, 0);
+            rogue_hello(&r, 100 + j, 100 + j, CHPP_LINK_VERSION_MAJOR,
+                        0x1000 + j, CHPP_LINK_HELLO_F_NEW, 1, epoch ^ 1);
+        }
+        wait_link_u64(&f[0], "hello-unmet", unmet + 2 * (i + 8));
+    }
+    g_assert_cmpuint(peer_count(&f[0]), ==, 1);
+
+    /* Node 2's MAC and id with other epochs: broadcast, and NEW to 1. */
+    conflicts = link_u64(&f[0], "hello-epoch-conflicts");
+    spoof = chpp_counter(f[0].n.d, CHPP_CNT_LINK_SPOOFED);
+    for (i = 0; i < 16; i++) {
+        rogue_hello(&r, 2, 2, CHPP_LINK_VERSION_MAJOR, 0x2000 + i, 0,
+                    0xffff, 0);
+        rogue_hello(&r, 2, 2, CHPP_LINK_VERSION_MAJOR, 0x2000 + i,
+                    CHPP_LINK_HELLO_F_NEW, 1, epoch);
+    }
+    wait_link_u64(&f[0], "hello-epoch-conflicts", conflicts + 32);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_SPOOFED), ==,
+                     spoof + 32);
+
+    /* A real node joins; node 2 and its QP are as they were. */
+    fab_start_timed(&f[2], 3, 500, 5000, "");
+    wait_all(f, 3);
+    g_assert_cmpint(peer_u64(&f[0], 2, "epoch"), ==, epoch2);
+    g_assert_cmpuint(peer_count(&f[0]), ==, 2);
+    put_get(&f[0], &f[1], f, 3, 30000, 2);
+    put_get(&f[1], &f[0], f, 3, 30000, 3);
+    fab_connect(&f[0], &f[2], 14, 7);
+    put_get(&f[0], &f[2], f, 3, 30000, 4);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_DOWNS), ==, 0);
+
+    /* Made-up nodes that answer with node 1's epoch: the table fills. */
+    full = link_u64(&f[0], "hello-table-full");
+    for (i = 0; i < CHPP_LINK_PEERS_MAX; i += 8) {
+        for (j = i; j < i + 8; j++) {
+            rogue_hello(&r, 200 + j, 200 + j, CHPP_LINK_VERSION_MAJOR,
+                        0x3000 + j, CHPP_LINK_HELLO_F_NEW, 1, epoch);
+        }
+        wait_link_u64(&f[0], "hello-table-full",
+                      full + MAX(2 + i + 8, CHPP_LINK_PEERS_MAX) -
+                      CHPP_LINK_PEERS_MAX);
+    }
+    {
+        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+        while (peer_count(&f[0]) < CHPP_LINK_PEERS_MAX) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(2000);
+        }
+    }
+    g_assert_cmpuint(link_u64(&f[0], "hello-table-full"), ==, full + 2);
+    put_get(&f[0], &f[1], f, 3, 30000, 5);
+    put_get(&f[0], &f[2], f, 3, 30000, 6);
+    rogue_close(&r);
+    fab_stop(f, 3);
+}
+
+/*
+ * A node sending beyond the credits it was granted (docs/fabric.md,
+ * "Memory bounds").  It grants none itself and repeats an RC WRITE that
+ * asks for an ACK: the answers wait for its credits, and at
+ * CHPP_LINK_BACKLOG_MAX waiting the device stops taking frames, which
+ * then wait within its grant; what the node sends beyond the grant is
+ * dropped and counted.  Then its credits: everything drains, and the real
+ * nodes carry on.
+ */
+static void test_hostile_credits(void)
+{
+    Fab f[2];
+    Rogue r;
+    ChppNode rogue = { .id = 9, .qp = { .qpn = 33 } };
+    ChppFrm w = {
+        .op = CHPP_OP_WRITE, .magic = 0x39, .src_node = 9, .dst_node = 1,
+        .src_qpn = 33, .dst_qpn = 3, .psn = 0x500 - 1,  /* a duplicate */
+        .flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST | CHPP_WIRE_F_ACK_REQ,
+    };
+    g_autoptr(GByteArray) ba = chpp_frm_build(&w);
+    struct chpp_link_credit c = { cpu_to_le32(4096), cpu_to_le32(4096) };
+    uint32_t epoch, sent = 0, i;
+    uint32_t total = CHPP_LINK_BACKLOG_MAX + 4 * CHPP_LINK_ETH_CREDITS;
+    int64_t end;
+
+    new_segment();
+    fab_start(&f[0], 1);
+    fab_start(&f[1], 2);
+    wait_all(f, 2);
+    fab_connect(&f[0], &f[1], 14, 7);
+    rogue_open(&r, 9);
+    r.credits = 0;
+    epoch = rogue_learn_epoch(&r, 1);
+    rogue_hello(&r, 9, 9, CHPP_LINK_VERSION_MAJOR, r.epoch,
+                CHPP_LINK_HELLO_F_NEW, 1, epoch);
+    wait_peer(&f[0], 9, true);
+    chpp_node_qp(&f[0].n, 3, 0x39, 6, 9);
+    chpp_node_connect(&f[0].n, &rogue, 14, 7);
+
+    while (sent < total) {
+        end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        for (i = 0; i < 64; i++, sent++) {
+            rogue_rec(&r, 9, 0, 1, 0, CHPP_LINK_MAGIC, CHPP_LINK_FRAME, 0,
+                      sent, ba->len, ba->data, ba->len);
+        }
+        /* Taken, or dropped beyond the grant. */
+        while (chpp_counter(f[0].n.d, CHPP_CNT_LINK_RX_FRAMES) +
+               chpp_counter(f[0].n.d, CHPP_CNT_LINK_CREDIT_ERRORS) < sent ||
+               (link_u64(&f[0], "rx-queued-vc0") &&
+                link_u64(&f[0], "backlog-vc0") < CHPP_LINK_BACKLOG_MAX)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(1000);
+        }
+    }
+    g_assert_cmpuint(link_u64(&f[0], "backlog-vc0"), <=,
+                     CHPP_LINK_BACKLOG_MAX);
+    g_assert_cmpuint(link_u64(&f[0], "rx-queued-vc0"), ==,
+                     CHPP_LINK_ETH_CREDITS);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_RX_PAUSES), ==, 1);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_CREDIT_ERRORS), ==,
+                     sent - chpp_counter(f[0].n.d, CHPP_CNT_LINK_RX_FRAMES));
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_CREDIT_ERRORS), >,
+                     0);
+    g_assert_cmpint(peer_u64(&f[0], 9, "up"), ==, 1);
+
+    /* Credits at last: the answers leave, the frames held are answered. */
+    rogue_rec(&r, 9, 0, 1, 0, CHPP_LINK_MAGIC, CHPP_LINK_CREDIT, 0, 0,
+              sizeof(c), &c, sizeof(c));
+    end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (link_u64(&f[0], "backlog-vc0") ||
+           link_u64(&f[0], "rx-queued-vc0")) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_RX_PAUSES), ==, 1);
+    put_get(&f[0], &f[1], f, 2, 30000, 7);
+    put_get(&f[1], &f[0], f, 2, 30000, 8);
+    rogue_close(&r);
+    fab_stop(f, 2);
+}
+
+/* Every frame of the segment for @f's device goes elsewhere (or back). */
+static void fab_deaf(Fab *f, bool deaf)
+{
+    QDict *rsp;
+
+    if (deaf) {
+        rsp = qtest_qmp(f->n.d->qts, "{'execute': 'chardev-add', "
+                        "'arguments': {'id': 'sink', 'backend': "
+                        "{'type': 'null', 'data': {}}}}");
+        g_assert(qdict_haskey(rsp, "return"));
+        qobject_unref(rsp);
+        /* queue tx: what the netdev sends towards the device. */
+        rsp = qtest_qmp(f->n.d->qts, "{'execute': 'object-add', "
+                        "'arguments': {'qom-type': 'filter-redirector', "
+                        "'id': 'deaf', 'netdev': 'fab', 'queue': 'tx', "
+                        "'outdev': 'sink'}}");
+    } else {
+        rsp = qtest_qmp(f->n.d->qts, "{'execute': 'object-del', "
+                        "'arguments': {'id': 'deaf'}}");
+    }
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/*
+ * One direction lost (docs/fabric.md, "Discovery, failure and rejoin"):
+ * node 2 hears nothing of the segment, node 1 still hears node 2.  Node 2
+ * loses node 1 after the timeout; node 1 keeps node 2, whose HELLOs
+ * arrive.  Once node 2 hears again, it has no state for node 1: its NEW
+ * makes node 1 drop the pair's state and start afresh (ACK), both are up,
+ * and the QPs, idle meanwhile, carry traffic again.
+ */
+static void test_one_way_loss(void)
+{
+    Fab f[2];
+
+    new_segment();
+    fab_start(&f[0], 1);
+    fab_start(&f[1], 2);
+    wait_all(f, 2);
+    fab_connect(&f[0], &f[1], 14, 7);
+    put_get(&f[0], &f[1], f, 2, 30000, 1);
+    g_assert_cmpint(peer_u64(&f[0], 2, "rx-frames"), >, 0);
+
+    fab_deaf(&f[1], true);
+    wait_peer(&f[1], 1, false);
+    g_assert_cmpint(peer_u64(&f[0], 2, "up"), ==, 1);
+    g_assert_cmpint(peer_u64(&f[0], 2, "rx-frames"), >, 0);
+
+    fab_deaf(&f[1], false);
+    wait_all(f, 2);
+    /* Node 1's state for node 2 is new: nothing received on it yet. */
+    g_assert_cmpint(peer_u64(&f[0], 2, "rx-frames"), ==, 0);
+    put_get(&f[0], &f[1], f, 2, 30000, 2);
+    put_get(&f[1], &f[0], f, 2, 30000, 3);
+    fab_stop(f, 2);
+}
+
 /*
  * Two data VCs: node 1's packets for node 2 on VC0, for node 3 on VC1
  * (Dest-Mod), GET requests on the GET VC (2) whoever they are for.
@@ -896,6 +1146,9 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/fabric/lost-grant-probe",
                    test_lost_grant_probe);
     qtest_add_func("/chpp-hca/fabric/hostile", test_hostile);
+    qtest_add_func("/chpp-hca/fabric/hostile-nodes", test_hostile_nodes);
+    qtest_add_func("/chpp-hca/fabric/hostile-credits", test_hostile_credits);
+    qtest_add_func("/chpp-hca/fabric/one-way-loss", test_one_way_loss);
     qtest_add_func("/chpp-hca/fabric/vcs-dest-mod", test_vcs_dest_mod);
     qtest_add_func("/chpp-hca/fabric/vcs-mismatch", test_vcs_mismatch);
     qtest_add_func("/chpp-hca/fabric/hol-shared-vc", test_hol_shared);

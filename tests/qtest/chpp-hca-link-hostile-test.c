@@ -209,107 +209,19 @@ static void peer_handshake(Peer *p, uint16_t node, uint32_t credits)
 
 /* ---- frames as the wire carries them (docs/wire-format.md) ------------ */
 
-typedef struct Frm {
-    uint8_t op;
-    uint8_t flags;
-    uint8_t magic;
-    uint8_t src_vf;
-    uint8_t dst_vf;
-    uint8_t vc;
-    uint16_t src_node;
-    uint16_t dst_node;
-    uint32_t psn;
-    uint32_t src_qpn;
-    uint32_t dst_qpn;
-    uint32_t rkey;
-    uint32_t msg_len;
-    uint32_t len;               /* payload bytes (zeros) */
-    uint64_t va;
-    uint32_t qkey;
-    uint16_t mlid;
-} Frm;
-
-static uint8_t frm_pkt_type(uint8_t op)
+static void peer_frame(Peer *p, const ChppFrm *f)
 {
-    switch (op) {
-    case CHPP_OP_WRITE:
-    case CHPP_OP_WRITE_IMM:
-    case CHPP_OP_READ_RESP:
-        return CHPP_PKT_PUT;
-    case CHPP_OP_READ_REQ:
-        return CHPP_PKT_GET;
-    case CHPP_OP_ATOMIC_CS:
-    case CHPP_OP_ATOMIC_FA:
-        return CHPP_PKT_ATOMIC;
-    case CHPP_OP_ACK:
-    case CHPP_OP_NAK:
-    case CHPP_OP_ATOMIC_ACK:
-        return CHPP_PKT_ACK;
-    default:
-        return CHPP_PKT_NAP;
-    }
-}
-
-/* The header of figure 6 and the extension, as the device encodes them. */
-static GByteArray *frm_build(const Frm *f)
-{
-    GByteArray *ba = g_byte_array_new();
-    uint8_t h[CHPP_WIRE_HDR_SIZE] = {};
-    uint32_t dws = DIV_ROUND_UP(f->len, 4);
-    uint8_t first_be = f->len ? 0xf : 0, last_be = 0;
-    uint32_t sflag = (f->flags & CHPP_WIRE_F_SOLICITED ? 1 : 0) |
-                     (f->flags & CHPP_WIRE_F_IMM ? 2 : 0) |
-                     (f->flags & CHPP_WIRE_F_ACK_REQ ? 4 : 0) |
-                     (f->flags & CHPP_WIRE_F_LAST ? 8 : 0);
-    struct chpp_wire_ext e = {
-        .version = CHPP_WIRE_EXT_VERSION, .op = f->op, .flags = f->flags,
-        .psn = cpu_to_le32(f->psn), .src_qpn = cpu_to_le32(f->src_qpn),
-        .dst_qpn = cpu_to_le32(f->dst_qpn),
-        .src_node = cpu_to_le16(f->src_node),
-        .dst_node = cpu_to_le16(f->dst_node), .src_vf = f->src_vf,
-        .dst_vf = f->dst_vf, .magic = f->magic, .rkey = cpu_to_le32(f->rkey),
-        .va = cpu_to_le64(f->va), .msg_len = cpu_to_le32(f->msg_len),
-        .payload_len = cpu_to_le32(f->len), .qkey = cpu_to_le32(f->qkey),
-        .mlid = cpu_to_le16(f->mlid),
-    };
-    g_autofree uint8_t *zeros = g_malloc0(f->len + 1);
-
-    if (f->len > 4) {
-        last_be = f->len % 4 ? (1u << (f->len % 4)) - 1 : 0xf;
-    } else if (f->len) {
-        first_be = (1u << f->len) - 1;
-    }
-    h[0] = (f->len ? 3 : 1) << 5;
-    h[1] = (f->vc & 0x7) << 4;
-    h[2] = frm_pkt_type(f->op) << 2 | ((dws >> 8) & 0x3);
-    h[3] = dws & 0xff;
-    stw_be_p(h + 4, f->src_vf);
-    h[6] = f->magic;
-    h[7] = last_be << 4 | first_be;
-    stl_be_p(h + 8, (f->src_node & 0xf) << 28 | (f->src_vf & 0x7) << 25 |
-             (f->src_qpn & 0x7) << 22 | (f->dst_node & 0xf) << 18 |
-             (f->dst_vf & 0x7) << 15 | (f->dst_qpn & 0x7) << 12 |
-             sflag << 8 | ((f->va >> 32) & 0xff));
-    stl_be_p(h + 12, (uint32_t)f->va & ~3u);
-    g_byte_array_append(ba, h, sizeof(h));
-    g_byte_array_append(ba, (void *)&e, sizeof(e));
-    g_byte_array_append(ba, zeros, f->len);
-    return ba;
-}
-
-static void peer_frame(Peer *p, const Frm *f)
-{
-    GByteArray *ba = frm_build(f);
+    GByteArray *ba = chpp_frm_build(f);
 
     peer_rec(p, CHPP_LINK_FRAME, f->vc, ba->data, ba->len);
     g_byte_array_unref(ba);
 }
 
 /* A frame from the peer's QP PEER_QPN that the device will decode. */
-static Frm peer_frm(uint8_t op, uint8_t dst_vf, uint32_t dst_qpn,
+static ChppFrm peer_frm(uint8_t op, uint8_t dst_vf, uint32_t dst_qpn,
                     uint8_t magic, uint32_t psn)
 {
-    return (Frm) {
+    return (ChppFrm) {
         .op = op, .flags = CHPP_WIRE_F_FIRST | CHPP_WIRE_F_LAST,
         .magic = magic, .dst_vf = dst_vf, .src_node = PEER,
         .dst_node = NODE, .psn = psn, .src_qpn = PEER_QPN,
@@ -423,7 +335,7 @@ static void vf_flr(ChppDev *vf)
 /* @n frames for VF 1, waiting in its queue: its engine has not run. */
 static void queue_for_vf(Peer *p, ChppPf *pf, uint32_t n)
 {
-    Frm f = peer_frm(CHPP_OP_SEND, 1, 0, 0x44, QP_PSN);
+    ChppFrm f = peer_frm(CHPP_OP_SEND, 1, 0, 0x44, QP_PSN);
     uint32_t i;
 
     for (i = 0; i < n; i++) {
@@ -476,7 +388,7 @@ static void test_vf_teardown_returns_credits(void)
      * (the reset unmapped the BARs: counters are read from QOM).
      */
     for (i = 0; i < CHPP_LINK_CREDITS; i++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 0, 0x44, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 0, 0x44, QP_PSN);
 
         peer_frame(&p, &f);
     }
@@ -548,7 +460,7 @@ static void test_spoofed_source(void)
     chpp_node_connect(&b, &a, 14, 7);
     node_recv(&b, 0x77);
     for (m = 0; m < 256; m++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 1, m, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 1, m, QP_PSN);
 
         f.src_node = NODE;
         f.src_qpn = 0;
@@ -563,7 +475,7 @@ static void test_spoofed_source(void)
     }
     /* From the peer's node, but for another node. */
     for (m = 0; m < 4; m++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 1, 0x21, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 1, 0x21, QP_PSN);
 
         f.dst_node = 7;
         peer_frame(&p, &f);
@@ -608,7 +520,7 @@ static void test_mad_frames(void)
     };
     struct chpp_cqe cqe;
     uint32_t drops = chpp_counter(d, CHPP_CNT_PKTS_DROPPED), sent = 0;
-    Frm f;
+    ChppFrm f;
 
     a.qp = (ChppTQp) {
         .qpn = 1, .type = CHPP_QPT_GSI, .log_sq = 4, .log_rq = 4,
@@ -690,7 +602,7 @@ static void test_mcast_frames(void)
                                  .mlid = cpu_to_le16(0xc005) };
     struct chpp_cqe cqe;
     uint32_t drops = chpp_counter(d, CHPP_CNT_PKTS_DROPPED);
-    Frm f;
+    ChppFrm f;
 
     a.qp = (ChppTQp) {
         .qpn = 2, .type = CHPP_QPT_UD, .log_sq = 4, .log_rq = 4,
@@ -754,7 +666,7 @@ static void test_magic_guessing(void)
 
     /* The same wrong magic again and again: not a guess. */
     for (i = 0; i < 3 * CHPP_LINK_MAGIC_GUESS_MAX; i++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x32, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x32, QP_PSN);
 
         peer_frame(&p, &f);
         sent++;
@@ -765,7 +677,7 @@ static void test_magic_guessing(void)
 
     /* New magics, but fewer than the bound per window. */
     for (i = 0; i < CHPP_LINK_MAGIC_GUESS_MAX - 2; i++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x40 + i, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x40 + i, QP_PSN);
 
         peer_frame(&p, &f);
         sent++;
@@ -774,7 +686,7 @@ static void test_magic_guessing(void)
     g_assert(link_up(d));
     qtest_clock_step(d->qts, CHPP_LINK_MAGIC_WINDOW_MS * 1000000ll);
     for (i = 0; i < CHPP_LINK_MAGIC_GUESS_MAX - 2; i++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x80 + i, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 2, 0x80 + i, QP_PSN);
 
         peer_frame(&p, &f);
         sent++;
@@ -785,7 +697,7 @@ static void test_magic_guessing(void)
 
     /* A run of guesses within one window cuts the connection. */
     for (i = 0; i < 2 * CHPP_LINK_MAGIC_GUESS_MAX; i++) {
-        Frm f = peer_frm(CHPP_OP_SEND, 0, 2, 0xc0 + i, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 2, 0xc0 + i, QP_PSN);
 
         peer_frame(&p, &f);
     }
@@ -849,7 +761,7 @@ static void test_zero_credit_duplicates(void)
     chpp_node_qp(&a, 2, 0x33, 6, 9);
     chpp_node_connect(&a, &peer, 14, 7);
     while (sent < total) {
-        Frm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
+        ChppFrm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
         int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
         uint32_t i;
 
@@ -905,7 +817,7 @@ static void test_peer_never_reads(void)
     chpp_node_qp(&a, 2, 0x33, 6, 9);
     chpp_node_connect(&a, &peer, 14, 7);
     for (i = 0; i < n; i++) {
-        Frm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
+        ChppFrm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
 
         f.va = buf;
         f.rkey = rkey;
@@ -921,7 +833,7 @@ static void test_peer_never_reads(void)
 
     /* Frames to consume but no room to say so: the credits wait. */
     for (i = 0; i < 3 * CHPP_LINK_CREDITS / 4; i++) {
-        Frm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
+        ChppFrm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
 
         peer_frame(&p, &f);
     }

@@ -7,6 +7,7 @@
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
 #include "chpp-hca-qtest.h"
+#include "hw/chpp/chpp-wire.h"
 
 /* Upper bound on clock steps while waiting: a hung device fails the test. */
 #define CHPP_WAIT_STEPS     10000
@@ -1211,4 +1212,73 @@ void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
     }
     unlink(bad);
     unlink(log);
+}
+
+/* ---- frames as the wire carries them (docs/wire-format.md) ------------ */
+
+static uint8_t chpp_frm_pkt_type(uint8_t op)
+{
+    switch (op) {
+    case CHPP_OP_WRITE:
+    case CHPP_OP_WRITE_IMM:
+    case CHPP_OP_READ_RESP:
+        return CHPP_PKT_PUT;
+    case CHPP_OP_READ_REQ:
+        return CHPP_PKT_GET;
+    case CHPP_OP_ATOMIC_CS:
+    case CHPP_OP_ATOMIC_FA:
+        return CHPP_PKT_ATOMIC;
+    case CHPP_OP_ACK:
+    case CHPP_OP_NAK:
+    case CHPP_OP_ATOMIC_ACK:
+        return CHPP_PKT_ACK;
+    default:
+        return CHPP_PKT_NAP;
+    }
+}
+
+GByteArray *chpp_frm_build(const ChppFrm *f)
+{
+    GByteArray *ba = g_byte_array_new();
+    uint8_t h[CHPP_WIRE_HDR_SIZE] = {};
+    uint32_t dws = DIV_ROUND_UP(f->len, 4);
+    uint8_t first_be = f->len ? 0xf : 0, last_be = 0;
+    uint32_t sflag = (f->flags & CHPP_WIRE_F_SOLICITED ? 1 : 0) |
+                     (f->flags & CHPP_WIRE_F_IMM ? 2 : 0) |
+                     (f->flags & CHPP_WIRE_F_ACK_REQ ? 4 : 0) |
+                     (f->flags & CHPP_WIRE_F_LAST ? 8 : 0);
+    struct chpp_wire_ext e = {
+        .version = CHPP_WIRE_EXT_VERSION, .op = f->op, .flags = f->flags,
+        .psn = cpu_to_le32(f->psn), .src_qpn = cpu_to_le32(f->src_qpn),
+        .dst_qpn = cpu_to_le32(f->dst_qpn),
+        .src_node = cpu_to_le16(f->src_node),
+        .dst_node = cpu_to_le16(f->dst_node), .src_vf = f->src_vf,
+        .dst_vf = f->dst_vf, .magic = f->magic, .rkey = cpu_to_le32(f->rkey),
+        .va = cpu_to_le64(f->va), .msg_len = cpu_to_le32(f->msg_len),
+        .payload_len = cpu_to_le32(f->len), .qkey = cpu_to_le32(f->qkey),
+        .mlid = cpu_to_le16(f->mlid),
+    };
+    g_autofree uint8_t *zeros = g_malloc0(f->len + 1);
+
+    if (f->len > 4) {
+        last_be = f->len % 4 ? (1u << (f->len % 4)) - 1 : 0xf;
+    } else if (f->len) {
+        first_be = (1u << f->len) - 1;
+    }
+    h[0] = (f->len ? 3 : 1) << 5;
+    h[1] = (f->vc & 0x7) << 4;
+    h[2] = chpp_frm_pkt_type(f->op) << 2 | ((dws >> 8) & 0x3);
+    h[3] = dws & 0xff;
+    stw_be_p(h + 4, f->src_vf);
+    h[6] = f->magic;
+    h[7] = last_be << 4 | first_be;
+    stl_be_p(h + 8, (f->src_node & 0xf) << 28 | (f->src_vf & 0x7) << 25 |
+             (f->src_qpn & 0x7) << 22 | (f->dst_node & 0xf) << 18 |
+             (f->dst_vf & 0x7) << 15 | (f->dst_qpn & 0x7) << 12 |
+             sflag << 8 | ((f->va >> 32) & 0xff));
+    stl_be_p(h + 12, (uint32_t)f->va & ~3u);
+    g_byte_array_append(ba, h, sizeof(h));
+    g_byte_array_append(ba, (void *)&e, sizeof(e));
+    g_byte_array_append(ba, zeros, f->len);
+    return ba;
 }

@@ -327,4 +327,28 @@ void chpp_load_corrupted(const char *props, const uint8_t *data, size_t len,
                          const char *dir, const char *what, size_t at,
                          uint8_t value, const char *trace);
 
+/* A packet as the wire carries it (docs/wire-format.md), for a peer. */
+typedef struct ChppFrm {
+    uint8_t op;
+    uint8_t flags;
+    uint8_t magic;
+    uint8_t src_vf;
+    uint8_t dst_vf;
+    uint8_t vc;
+    uint16_t src_node;
+    uint16_t dst_node;
+    uint32_t psn;
+    uint32_t src_qpn;
+    uint32_t dst_qpn;
+    uint32_t rkey;
+    uint32_t msg_len;
+    uint32_t len;               /* payload bytes (zeros) */
+    uint64_t va;
+    uint32_t qkey;
+    uint16_t mlid;
+} ChppFrm;
+
+/* The header of figure 6, the extension, @len zero bytes: as encoded. */
+GByteArray *chpp_frm_build(const ChppFrm *f);
+
 #endif
