@@ -88,8 +88,14 @@ static void chpp_link_eth_hello(ChppHcaState *s, const ChppEthSrc *src,
         chpp_link_peer_down(s, p, "restarted: new epoch");
         p = NULL;
     }
-    if (p && p->up && mine && (h.flags & CHPP_LINK_HELLO_F_NEW)) {
-        /* It dropped what it had of us: what we have of it goes too. */
+    if (p && p->up && mine && (h.flags & CHPP_LINK_HELLO_F_NEW) &&
+        (p->tx_frames || p->rx_frames)) {
+        /*
+         * It dropped what it had of us: what we have of it goes too.  With
+         * nothing exchanged yet, this is the meeting's NEW sent again before
+         * our answer arrived (both sides answer each other's broadcasts):
+         * our state is fresh already, so it is only acknowledged.
+         */
         chpp_link_peer_down(s, p, "the peer started afresh");
         p = NULL;
     }
