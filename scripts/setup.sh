@@ -62,6 +62,9 @@ PACKAGES=(
     # Debian's configuration that the device's headers test (AioContext's
     # io_uring member, QAPI enums under CONFIG_SPICE/CONFIG_ZSTD)
     qemu-system-x86 libaio-dev liburing-dev libzstd-dev libspice-server-dev
+    # ... and of 10.0's (build-deb.sh --qemu 10): disassemble_info's
+    # capstone members, the braille chardev's QAPI enum value
+    libcapstone-dev libbrlapi-dev
     # the driver guests' RDMA user space (scripts/lib/initramfs.sh copies the
     # unmodified binaries and their libraries into the initramfs): verbs
     # tools, perftest, soft-RoCE's provider, the rdma tool; and the headers
