@@ -32,7 +32,7 @@
  * Device counters shown as hw_counters (chpp_ib.c); the names of
  * CHPP_CNT_LIST are at most 18 characters.
  */
-#define CHPP_NUM_HW_STATS	3
+#define CHPP_NUM_HW_STATS	5
 #define CHPP_HW_STAT_NAME_LEN	32
 
 struct chpp_mbox {

@@ -787,13 +787,17 @@ void chpp_port_event(struct chpp_dev *dev, u8 state)
 /*
  * Device counters in /sys/class/infiniband/<dev>/hw_counters/ (and rdma
  * statistic): the doorbell ones, so that lost doorbells can be seen from
- * user space (devmem cannot map a BAR the driver holds). Their names are
- * the ABI's (chpp_counter_name()) in lower case: "db_fifo_overflow".
+ * user space (devmem cannot map a BAR the driver holds), and the
+ * requester's retransmissions and RNR NAKs, which tell a slow message rate
+ * from a receiver that ran out of receives. Their names are the ABI's
+ * (chpp_counter_name()) in lower case: "db_fifo_overflow".
  */
 static const u32 chpp_stat_cnt[CHPP_NUM_HW_STATS] = {
 	CHPP_CNT_DB_FIFO_OVERFLOW,
 	CHPP_CNT_DB_ERRORS,
 	CHPP_CNT_EVENTS_DROPPED,
+	CHPP_CNT_RETRANSMITS,
+	CHPP_CNT_RNR_NAKS,
 };
 
 static struct rdma_hw_stats *chpp_alloc_hw_device_stats(struct ib_device *ibdev)

@@ -97,10 +97,14 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    cap->max_inline_data > dev->caps.max_inline)
 		return -EINVAL;
 
-	/* ctrl + UD + raddr + atomic, then the gather list or inline data. */
+	/*
+	 * ctrl + UD + raddr + atomic, then the gather list; inline data after
+	 * the largest header of the opcodes that carry it (ABI header).
+	 */
 	hdr = SEG + (chpp_qpt_is_ud(qp->type) ? SEG : 0) + 2 * SEG;
-	sq_bytes = hdr + max_t(u32, SEG * max_t(u32, cap->max_send_sge, 1),
-			       SEG + ALIGN(cap->max_inline_data, SEG));
+	sq_bytes = max_t(u32, hdr + SEG * max_t(u32, cap->max_send_sge, 1),
+			 CHPP_WQE_INLINE_HDR +
+			 ALIGN(cap->max_inline_data, SEG));
 	rq_bytes = SEG + SEG * max_t(u32, cap->max_recv_sge, 1);
 
 	if (qp->type == CHPP_QPT_SMI || qp->type == CHPP_QPT_GSI) {
@@ -163,7 +167,7 @@ int chpp_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rq.max_sge = init->srq ? 0 :
 			 min_t(u32, ((1u << qp->rq.shift) - SEG) / SEG,
 			       CHPP_MAX_SGE);
-	qp->max_inline = (1u << qp->sq.shift) - hdr - SEG;
+	qp->max_inline = (1u << qp->sq.shift) - CHPP_WQE_INLINE_HDR;
 	cap->max_send_wr = qp->sq.n;
 	cap->max_recv_wr = qp->rq.n;
 	cap->max_send_sge = qp->sq.max_sge;

@@ -29,12 +29,14 @@ void *chpp_ring_alloc(size_t size)
 
 uint32_t chpp_sq_wqe_bytes(uint8_t qp_type, uint32_t sges, uint32_t inline_len)
 {
-	/* ctrl, UD, raddr and atomic segments, then the gather list or inline. */
-	uint32_t hdr = 3 * CHPP_SEG + (qp_type == CHPP_QPT_UD ? CHPP_SEG : 0);
-	uint32_t gather = CHPP_SEG * (sges ? sges : 1);
-	uint32_t in = CHPP_SEG + ((inline_len + CHPP_SEG - 1) & ~(CHPP_SEG - 1));
+	/* ctrl, UD, raddr and atomic segments, then the gather list. */
+	uint32_t gather = 3 * CHPP_SEG + (qp_type == CHPP_QPT_UD ? CHPP_SEG : 0) +
+			  CHPP_SEG * (sges ? sges : 1);
+	/* Inline data after the largest header of SEND and RDMA WRITE. */
+	uint32_t in = CHPP_WQE_INLINE_HDR +
+		      ((inline_len + CHPP_SEG - 1) & ~(CHPP_SEG - 1));
 
-	return hdr + (gather > in ? gather : in);
+	return gather > in ? gather : in;
 }
 
 uint32_t chpp_rq_wqe_bytes(uint32_t sges)

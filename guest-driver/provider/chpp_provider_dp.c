@@ -475,7 +475,6 @@ int chppdv_query_qp(struct ibv_qp *ibqp, struct chppdv_qp *out)
 {
 	struct chpp_qp *qp = to_cqp(ibqp);
 	int err = chppdv_ours(ibqp->context);
-	uint32_t hdr;
 
 	if (err)
 		return -err;
@@ -487,9 +486,7 @@ int chppdv_query_qp(struct ibv_qp *ibqp, struct chppdv_qp *out)
 	out->sq_stride = 1u << qp->sq.uwq.shift;
 	out->rq_wqes = qp->rq.uwq.n;
 	out->rq_stride = 1u << qp->rq.uwq.shift;
-	/* ctrl, UD, raddr, atomic, then the inline header and data. */
-	hdr = chpp_sq_wqe_bytes(qp->type, 1, 0) - CHPP_SEG;
-	out->max_inline = out->sq_stride - hdr - CHPP_SEG;
+	out->max_inline = out->sq_stride - CHPP_WQE_INLINE_HDR;
 	return 0;
 }
 

@@ -573,7 +573,6 @@ struct ibv_qp *chpp_create_qp_ex(struct ibv_context *context,
 	struct ibv_qp_ex *qpx;
 	struct ibv_qp *ibqp;
 	struct chpp_qp *qp;
-	uint32_t hdr;
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		errno = EINVAL;
@@ -601,9 +600,7 @@ struct ibv_qp *chpp_create_qp_ex(struct ibv_context *context,
 	}
 	qp = to_cqp(ibqp);
 	s->ops = ops;
-	/* ctrl, UD, raddr, atomic, then the inline header and data. */
-	hdr = chpp_sq_wqe_bytes(qp->type, 1, 0) - CHPP_SEG;
-	s->inline_cap = (1u << qp->sq.uwq.shift) - hdr - CHPP_SEG;
+	s->inline_cap = (1u << qp->sq.uwq.shift) - CHPP_WQE_INLINE_HDR;
 	if (s->inline_cap > sizeof(s->inl))
 		s->inline_cap = sizeof(s->inl);
 	qp->wr = s;

@@ -92,6 +92,14 @@ db_overflows() {
     cat "/sys/class/infiniband/$1/hw_counters/db_fifo_overflow"
 }
 
+# "retransmits=N rnr_naks=M": the device counters of ib device $1 (the
+# driver's hw_counters; empty for a device without them, soft-RoCE).
+transport_counters() {
+    c=/sys/class/infiniband/$1/hw_counters
+    [ -r "$c/rnr_naks" ] || return 0
+    echo "retransmits=$(cat "$c/retransmits") rnr_naks=$(cat "$c/rnr_naks")"
+}
+
 verbs_tools() {
     dev=$1
     ibv_devices >/tmp/devices.log 2>&1 || { cat /tmp/devices.log; fail "ibv_devices"; }
@@ -242,8 +250,14 @@ verbs_bench() {
         for q in 1 4; do
             for sz in 2 64; do
                 name="b${dev}$(echo "$t" | tr -d _)s${sz}q$q"
+                c0=$(transport_counters "$dev")
                 vrun "$name" 300 "ib_$t" -d "$dev" -F -s "$sz" -q "$q" -n "$iters" "$@"
                 say "chpp-bench: $dev $t $sz $q $(perf_row "$name" "$sz")"
+                # perftest's inline size and depths; the requester's counters.
+                inl=$(sed -n 's/.*Max inline data *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
+                txd=$(sed -n 's/.*TX depth *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
+                rxd=$(sed -n 's/.*RX depth *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
+                say "chpp-bench-info: $dev $t $sz $q inline=${inl:-?} tx_depth=${txd:-?} rx_depth=${rxd:--}${c0:+ before $c0 after $(transport_counters "$dev")}"
             done
         done
     done

@@ -10,8 +10,10 @@
 # after the guests; the lower median counts) and a null MMIO exit in the
 # guest (chpp-mmio-bench: the scratch register, before the driver loads).
 # Prints each figure with its ratio to soft-RoCE and to its baseline, and
-# one "BENCH key=value ..." line each. Not a test: it fails only if a tool
-# fails.
+# one "BENCH key=value ..." line each; then, for each message-rate run,
+# perftest's inline size and queue depths and chpp-hca's retransmitted WQEs
+# and RNR NAKs (the requester's hw_counters). Not a test: it fails only if
+# a tool fails.
 #
 #   scripts/lib/bench-verbs.sh [--iters N] [pair.sh options]
 #       --iters N   messages per QP in the message-rate runs (default 20000)
@@ -95,5 +97,24 @@ for t in write_lat read_lat send_lat; do
 done
 echo "(x/1-way: the latency over the host socket's one-way time; ratios > 1x favour chpp-hca)"
 echo "(both under TCG, same boot, same guests; perftest -F, $ITERS messages per QP for the rates)"
+# The guest's "chpp-bench-info:" lines: perftest's inline size and queue
+# depths and, on chpp-hca, the requester's retransmitted WQEs and RNR NAKs
+# during each run.
+info=$(tr -d '\r' <"$LOG" | sed -n 's/.*chpp-bench-info: //p' | awk '{
+    r = n = "";
+    for (i = 8; i <= NF; i++) {
+        split($i, kv, "=");
+        if (kv[1] == "retransmits") r = (r == "") ? kv[2] : kv[2] - r;
+        if (kv[1] == "rnr_naks") n = (n == "") ? kv[2] : kv[2] - n;
+    }
+    print $1, $2, $3, $4, $5, $6, $7, (r == "" ? "" : "retransmits=" r " rnr_naks=" n) }')
+if [ -n "$info" ]; then
+    echo
+    echo "message-rate runs: perftest's inline size and depths; chpp-hca's requester: WQEs retransmitted, RNR NAKs"
+    while read -r dev t sz q rest; do
+        printf '  %-6s ib_%-8s %3s B, %s QP  %s\n' "$dev" "$t" "$sz" "$q" "$rest"
+        BL+=("BENCH test=verbs_info dev=$dev op=$t size=$sz qps=$q $rest")
+    done <<<"$info"
+fi
 echo
 printf '%s\n' "${BL[@]}"

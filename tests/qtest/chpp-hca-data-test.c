@@ -737,6 +737,132 @@ static void test_err_bad_wqes(void)
     fx_free(f);
 }
 
+/* QPs 2 (@c) and 3 (@d) of @f, connected, with 64-byte WQEs. */
+static void fx_small_wqe_qps(Fx *f, TQp *c, TQp *d)
+{
+    *c = (TQp) { .log_sq = 4, .log_rq = 4, .stride = 6, .magic = 0xc3 };
+    *d = (TQp) { .log_sq = 4, .log_rq = 4, .stride = 6, .magic = 0xd4 };
+    g_assert_cmphex(fx_qp_init(f, c, 2, CHPP_QPT_RC), ==, CHPP_STAT_OK);
+    g_assert_cmphex(fx_qp_init(f, d, 3, CHPP_QPT_RC), ==, CHPP_STAT_OK);
+    fx_qp_connect(f, c, d, 14, 3, 3, 1);
+    fx_qp_connect(f, d, c, 14, 3, 3, 1);
+}
+
+/*
+ * Inline data in the smallest WQEs: CHPP_WQE_INLINE_HDR leaves 16 bytes
+ * of a 64-byte WQE to every opcode that carries inline data (a PUT has
+ * its remote address before them), 32 to a SEND; the drivers report 16.
+ */
+static void test_inline_small_wqes(void)
+{
+    Fx *f = fx_new(CHPP_QPT_RC);
+    uint64_t dst = fx_buf(f, 4096);
+    uint32_t key = fx_mr(f, dst, 4096, MR_ALL);
+    uint8_t msg[32], got[32];
+    TQp c, d;
+    unsigned i;
+    Wqe *w;
+
+    for (i = 0; i < sizeof(msg); i++) {
+        msg[i] = 0x40 + i;
+    }
+    fx_small_wqe_qps(f, &c, &d);
+    w = wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE, 0x61, 0);
+    wqe_raddr(w, dst, key);
+    wqe_inline(w, msg, (1u << c.stride) - CHPP_WQE_INLINE_HDR);
+    g_assert_cmpuint(w->pos, ==, 1u << c.stride);
+    post_send(f, &c, w, true);
+    expect_cqe(f, SCQ, 0x61, CHPP_CQE_OP_RDMA_WRITE, 0, 16);
+    qtest_memread(f->d->qts, dst, got, 16);
+    g_assert_cmpmem(got, 16, msg, 16);
+
+    post_recv(f, &d, 0x62, dst + 64, 32, key);
+    w = wqe_new(CHPP_WQE_SEND, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE, 0x63, 0);
+    wqe_inline(w, msg, 32);
+    g_assert_cmpuint(w->pos, ==, 1u << c.stride);
+    post_send(f, &c, w, true);
+    expect_cqe(f, SCQ, 0x63, CHPP_CQE_OP_SEND, 0, 32);
+    expect_cqe(f, RCQ, 0x62, CHPP_CQE_OP_RECV, 0, 32);
+    qtest_memread(f->d->qts, dst + 64, got, 32);
+    g_assert_cmpmem(got, 32, msg, 32);
+    g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_GUEST_ERRORS), ==, 0);
+    g_assert_cmpuint(qp_state(f, &c), ==, CHPP_QPS_RTS);
+    fx_free(f);
+}
+
+/*
+ * Hostile inline segments: a length beyond the WQE (by one byte, and
+ * 4 GiB), and the INLINE flag on opcodes that carry no data of their own.
+ * Each completes in error, logs a guest error and moves the QP to ERR;
+ * nothing is sent (the peer's memory is untouched).
+ */
+static void test_err_inline(void)
+{
+    static const struct {
+        uint8_t opcode, cqe_op, status, verr;
+        uint32_t len;
+    } cases[] = {
+        { CHPP_WQE_PUT, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_LOC_LEN_ERR,
+          CHPP_VERR_INLINE_TOO_LONG, 17 },
+        { CHPP_WQE_SEND, CHPP_CQE_OP_SEND, CHPP_WC_LOC_LEN_ERR,
+          CHPP_VERR_INLINE_TOO_LONG, 33 },
+        { CHPP_WQE_PUT, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_LOC_LEN_ERR,
+          CHPP_VERR_INLINE_TOO_LONG, UINT32_MAX },
+        { CHPP_WQE_GET, CHPP_CQE_OP_RDMA_READ, CHPP_WC_LOC_QP_OP_ERR,
+          CHPP_VERR_BAD_OPCODE, 8 },
+        { CHPP_WQE_ATOMIC_FA, CHPP_CQE_OP_FETCH_ADD, CHPP_WC_LOC_QP_OP_ERR,
+          CHPP_VERR_BAD_OPCODE, 8 },
+        { CHPP_WQE_ATOMIC_CS, CHPP_CQE_OP_COMP_SWAP, CHPP_WC_LOC_QP_OP_ERR,
+          CHPP_VERR_BAD_OPCODE, 8 },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        Fx *f = fx_new(CHPP_QPT_RC);
+        uint64_t dst = fx_buf(f, 4096);
+        uint32_t key = fx_mr(f, dst, 4096, MR_ALL);
+        uint32_t errs = chpp_counter(f->d, CHPP_CNT_GUEST_ERRORS);
+        uint8_t data[16] = { 0xee }, got[16];
+        struct chpp_cqe cqe;
+        TQp c, d;
+        Wqe *w;
+
+        fx_small_wqe_qps(f, &c, &d);
+        qtest_memset(f->d->qts, dst, 0x5a, sizeof(got));
+        post_recv(f, &d, 0x70, dst, 64, key);
+        w = wqe_new(cases[i].opcode, CHPP_WQE_SIGNALED | CHPP_WQE_INLINE,
+                    0x80 + i, 0);
+        if (cases[i].opcode != CHPP_WQE_SEND) {
+            wqe_raddr(w, dst, key);
+        }
+        if (cases[i].opcode == CHPP_WQE_ATOMIC_FA ||
+            cases[i].opcode == CHPP_WQE_ATOMIC_CS) {
+            wqe_atomic(w, 1, 0);
+        }
+        /* The segment's length, and whatever data fits the WQE. */
+        stl_le_p(w->buf + w->pos, cases[i].len);
+        memcpy(w->buf + w->pos + sizeof(struct chpp_wqe_inline), data,
+               MIN(sizeof(data), sizeof(w->buf) - w->pos -
+                   sizeof(struct chpp_wqe_inline)));
+        post_send(f, &c, w, true);
+        poll_cq(f, SCQ, &cqe);
+        g_assert_cmphex(le64_to_cpu(cqe.wr_id), ==, 0x80 + i);
+        g_assert_cmpuint(cqe.opcode, ==, cases[i].cqe_op);
+        g_assert_cmpuint(cqe.status, ==, cases[i].status);
+        g_assert_cmpuint(cqe.vendor_err, ==, cases[i].verr);
+        g_assert_cmpuint(qp_state(f, &c), ==, CHPP_QPS_ERR);
+        g_assert_cmpuint(chpp_counter(f->d, CHPP_CNT_GUEST_ERRORS), >, errs);
+        /* Nothing reached the peer: no receive used, memory untouched. */
+        assert_no_cqe(f, RCQ);
+        qtest_memread(f->d->qts, dst, got, sizeof(got));
+        for (unsigned j = 0; j < sizeof(got); j++) {
+            g_assert_cmphex(got[j], ==, 0x5a);
+        }
+        g_assert_cmpuint(qp_state(f, &d), ==, CHPP_QPS_RTS);
+        fx_free(f);
+    }
+}
+
 /* An MR pointing outside guest RAM: the DMA fails, nothing else. */
 static void test_err_dma_outside_ram(void)
 {
@@ -1611,6 +1737,9 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/data/err/local-protection",
                    test_err_local_protection);
     qtest_add_func("/chpp-hca/data/err/bad-wqes", test_err_bad_wqes);
+    qtest_add_func("/chpp-hca/data/inline-small-wqes",
+                   test_inline_small_wqes);
+    qtest_add_func("/chpp-hca/data/err/inline", test_err_inline);
     qtest_add_func("/chpp-hca/data/err/dma-outside-ram",
                    test_err_dma_outside_ram);
     qtest_add_func("/chpp-hca/data/err/remote-access",

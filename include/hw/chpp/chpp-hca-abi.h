@@ -986,8 +986,17 @@ CHPP_ABI_NAME_FN(chpp_qp_type_name, CHPP_QPT_LIST)
 #define CHPP_MAX_SGE                32
 #define CHPP_MAX_RD_ATOMIC          16
 #define CHPP_MAX_MSG_SIZE           (1u << 31)
-/* Inline data that fits the largest WQE after ctrl, raddr and inline hdr. */
-#define CHPP_MAX_INLINE             ((1u << CHPP_MAX_WQE_SHIFT) - 48)
+/*
+ * Inline data of a send WQE follows at most 48 bytes: the control segment,
+ * then the UD segment (UD SEND) or the remote address (RDMA WRITE; UD has
+ * none), then the inline segment.  The opcodes that carry inline data
+ * (SEND, PUT, their _IMM and _INV forms, NAP) have no atomic segment, so a
+ * stride S holds S - CHPP_WQE_INLINE_HDR bytes of it for every one of them.
+ */
+#define CHPP_WQE_INLINE_HDR         48
+/* Inline data that fits the largest WQE. */
+#define CHPP_MAX_INLINE             ((1u << CHPP_MAX_WQE_SHIFT) - \
+                                     CHPP_WQE_INLINE_HDR)
 
 /*
  * Modify-QP mailbox: the attribute mask, then the QP context.  RST2INIT
