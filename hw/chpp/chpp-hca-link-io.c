@@ -7,14 +7,18 @@
  * frame capped the link at a few hundred MB/s.  For a plain socket chardev
  * (no TLS, websocket or telnet) the device instead takes a duplicate of the
  * connected socket: a reader thread moves the bytes into a ring with large
- * reads, and the main loop parses every record the ring holds in one bottom
- * half.  Writes stay in the main loop and go straight to the socket.
+ * reads and then, with the BQL, hands them to the device's callback, which
+ * parses them there or leaves them to a main-loop bottom half.  Writes go
+ * straight to the socket from whichever thread holds the BQL.
  *
- * The thread touches only the ring, its indexes and its own descriptors:
- * never device state, never the BQL.  The ring is single producer (the
- * thread writes at tail) and single consumer (the main loop reads at head);
- * bytes between head and tail are never written, so the main loop parses
- * them in place.
+ * The ring is single producer (the thread writes at tail) and single
+ * consumer (whoever holds the BQL reads at head); bytes between head and
+ * tail are never written, so they are parsed in place.  The thread touches
+ * device state only in the callback, with the BQL held and only while the
+ * device has not stopped it: stopping (with the BQL) never waits for the
+ * thread, which may itself be waiting for the BQL or be the caller.  The
+ * thread and the device each hold a reference to the ChppLinkIo; the last
+ * one to let go frees it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,34 +26,69 @@
 #include "qemu/atomic.h"
 #include "qemu/main-loop.h"
 #include "qemu/thread.h"
+#include "qemu/rcu.h"
 #include "qemu/event_notifier.h"
 #include "qemu/sockets.h"
 #include "chardev/char-socket.h"
+#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca-link-io.h"
 
 struct ChppLinkIo {
     int fd;                     /* our duplicate of the connected socket */
-    EventNotifier wake;         /* main loop -> thread: stop, or room */
+    EventNotifier wake;         /* device -> thread: stop, or room */
     QemuThread thread;
-    QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
+    ChppLinkIoReady *ready;     /* thread -> device, BQL held */
+    void *opaque;
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
-    uint32_t head;              /* free-running; written by the main loop */
+    uint32_t head;              /* free-running; written by the consumer */
     uint32_t tail;              /* free-running; written by the thread */
-    bool stop;                  /* main loop asks the thread to end */
+    uint32_t refs;              /* the thread's and the device's */
+    bool stop;                  /* set with the BQL: no more callbacks */
     bool wait_room;             /* the thread waits for the ring to drain */
     bool eof;                   /* the thread ended: peer closed, or error */
     uint32_t ring_waits;        /* times the thread found the ring full */
 };
 
+static void chpp_link_io_unref(ChppLinkIo *io)
+{
+    if (qatomic_fetch_dec(&io->refs) != 1) {
+        return;
+    }
+    event_notifier_cleanup(&io->wake);
+    close(io->fd);
+    g_free(io->ring);
+    g_free(io);
+}
+
+/*
+ * Tell the device, with the BQL, unless it stopped us meanwhile (it sets
+ * @stop with the BQL held, so the flag read here is final).  False: stop.
+ */
+static bool chpp_link_io_notify(ChppLinkIo *io)
+{
+    bool go;
+
+    chpp_bql_lock();
+    go = !qatomic_read(&io->stop);
+    if (go) {
+        io->ready(io->opaque, qatomic_read(&io->eof));
+    }
+    chpp_bql_unlock();
+    return go;
+}
+
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
+    bool unseen = false;        /* bytes the device was not told of */
     GPollFD pfd[2] = {
         { .fd = event_notifier_get_fd(&io->wake), .events = G_IO_IN },
         { .fd = io->fd, .events = G_IO_IN },
     };
 
+    /* The callback does DMA, which reads RCU-protected memory maps. */
+    rcu_register_thread();
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
         uint32_t room = io->size - (io->tail - head);
@@ -72,27 +111,37 @@ static void *chpp_link_io_thread(void *opaque)
                  MIN(room, io->size - at), MSG_DONTWAIT);
         if (n > 0) {
             qatomic_store_release(&io->tail, io->tail + n);
-            qemu_bh_schedule(io->bh);
-            continue;
-        }
-        if (n == 0) {
+            unseen = true;
+            if (n == io->size - at && room > n) {
+                continue;       /* at the ring's end: read its start too */
+            }
+        } else if (n == 0) {
             break;              /* the peer closed the connection */
-        }
-        if (errno == EINTR) {
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            break;
+        } else if (!unseen) {
+            g_poll(pfd, 2, -1);
+            event_notifier_test_and_clear(&io->wake);
             continue;
         }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (!chpp_link_io_notify(io)) {
             break;
         }
-        g_poll(pfd, 2, -1);
-        event_notifier_test_and_clear(&io->wake);
+        unseen = false;
     }
     qatomic_store_release(&io->eof, true);
-    qemu_bh_schedule(io->bh);
+    if (!qatomic_read(&io->stop)) {
+        chpp_link_io_notify(io);
+    }
+    rcu_unregister_thread();
+    chpp_link_io_unref(io);
     return NULL;
 }
 
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
+ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
+                               void *opaque, uint32_t ring_size)
 {
     SocketChardev *sc;
     ChppLinkIo *io;
@@ -112,7 +161,9 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
     }
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
-    io->bh = bh;
+    io->ready = ready;
+    io->opaque = opaque;
+    io->refs = 2;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
@@ -123,7 +174,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
         return NULL;
     }
     qemu_thread_create(&io->thread, "chpp-link-rx", chpp_link_io_thread, io,
-                       QEMU_THREAD_JOINABLE);
+                       QEMU_THREAD_DETACHED);
     return io;
 }
 
@@ -132,14 +183,11 @@ void chpp_link_io_stop(ChppLinkIo *io)
     if (!io) {
         return;
     }
+    assert(chpp_bql_locked());
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
     qatomic_set(&io->stop, true);
     event_notifier_set(&io->wake);
-    qemu_thread_join(&io->thread);
-    event_notifier_cleanup(&io->wake);
-    close(io->fd);
-    g_free(io->ring);
-    g_free(io);
+    chpp_link_io_unref(io);
 }
 
 uint32_t chpp_link_io_avail(ChppLinkIo *io)

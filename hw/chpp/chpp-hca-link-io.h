@@ -1,7 +1,7 @@
 /*
  * chpp-hca: the link's socket reader thread and writer
- * (chpp-hca-link-io.c).  Every function but the thread itself runs in the
- * main loop with the BQL held.
+ * (chpp-hca-link-io.c).  Every function is called with the BQL held (in
+ * the main loop, a vCPU or the reader thread's callback).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -23,14 +23,25 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_RING_MAX      (64u << 20)
 
 /*
+ * The reader thread received bytes, or the stream ended (@eof, after the
+ * bytes available): called in the thread, with the BQL held.
+ */
+typedef void ChppLinkIoReady(void *opaque, bool eof);
+
+/*
  * For a connected plain socket chardev: duplicate its socket and start the
- * reader thread, which schedules @bh whenever bytes (or the end of the
+ * reader thread, which calls @ready whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
  * The thread reads ahead of the parser into a ring of @ring_size bytes (a
  * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
  */
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size);
-/* Stop and join the thread, close the duplicate.  @io may be NULL. */
+ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
+                               void *opaque, uint32_t ring_size);
+/*
+ * No more callbacks from now on; the thread ends and closes the duplicate
+ * on its own (it may be waiting for the BQL, or be the caller), so this
+ * never waits for it.  @io may be NULL.
+ */
 void chpp_link_io_stop(ChppLinkIo *io);
 
 /* Bytes received and not yet consumed. */

@@ -1,11 +1,12 @@
 /*
  * chpp-hca: the link's byte-stream transport (docs/link.md): records over
  * a QEMU chardev to one peer.  Writes are batched into one sendmsg (or
- * chardev write) per main-loop iteration; reads go through the reader
- * thread (chpp-hca-link-io.c) for a plain socket, else through the
- * chardev.  Record headers are checked here: one that breaks the protocol
- * cuts the connection (a stream cannot resync).  What records mean is the
- * link protocol's (chpp-hca-link.c, through ChppStreamOps).
+ * chardev write) per engine run or main-loop iteration; reads go through
+ * the reader thread (chpp-hca-link-io.c) for a plain socket, which parses
+ * them and runs the engine itself, else through the chardev.  Record
+ * headers are checked here: one that breaks the protocol cuts the
+ * connection (a stream cannot resync).  What records mean is the link
+ * protocol's (chpp-hca-link.c, through ChppStreamOps).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -289,6 +290,24 @@ void chpp_stream_flush_now(ChppHcaState *s)
     }
 }
 
+/*
+ * The reader thread received bytes (in that thread, with the BQL): the
+ * engine takes them at once, as a poll does (chpp_upcalls.link_rx), or,
+ * if it cannot run now (or x-link-thread-run=off), the bottom half parses
+ * them in the main loop.
+ * The end of the stream goes to the bottom half, which cuts the chardev.
+ */
+static void chpp_link_rx_read(void *opaque, bool eof)
+{
+    ChppHcaState *s = opaque;
+
+    if (!eof && s->link.thread_run && chpp_upcalls.link_rx(s)) {
+        s->link.thread_runs++;
+    } else {
+        qemu_bh_schedule(s->link.rx_bh);
+    }
+}
+
 void chpp_stream_poll(ChppHcaState *s)
 {
     if (s->link.io &&
@@ -320,9 +339,10 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
     case CHR_EVENT_OPENED:
         chpp_link_io_detach(s);
         s->link.ops->reset(s, true);
+        s->link.thread_runs = 0;
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
+                qemu_chr_fe_get_driver(&s->link.chr), chpp_link_rx_read, s,
                 s->link.ring_size);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
