@@ -7,9 +7,12 @@
  * frame capped the link at a few hundred MB/s.  For a plain socket chardev
  * (no TLS, websocket or telnet) the device instead takes a duplicate of the
  * connected socket: a reader thread moves the bytes into a ring with large
- * reads and then, with the BQL, hands them to the device's callback, which
- * parses them there or leaves them to a main-loop bottom half.  Writes go
- * straight to the socket from whichever thread holds the BQL.
+ * reads, then takes the BQL and hands them to the device's callback, which
+ * parses and runs them there.  The main loop, if it is awake anyway (it
+ * holds the BQL most of the time on a busy QEMU, and a mutex is not fair),
+ * sees the news at its next iteration (chpp_link_io_take_news()) and takes
+ * them instead.  Writes go straight to the socket from whichever thread
+ * holds the BQL.
  *
  * The ring is single producer (the thread writes at tail) and single
  * consumer (whoever holds the BQL reads at head); bytes between head and
@@ -37,8 +40,9 @@ struct ChppLinkIo {
     int fd;                     /* our duplicate of the connected socket */
     EventNotifier wake;         /* device -> thread: stop, or room */
     QemuThread thread;
-    ChppLinkIoReady *ready;     /* thread -> device, BQL held */
+    ChppLinkIoReady *ready;     /* thread -> device, BQL held; or NULL */
     void *opaque;
+    bool news;                  /* bytes or EOF the device has not seen */
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
     uint32_t head;              /* free-running; written by the consumer */
@@ -62,17 +66,26 @@ static void chpp_link_io_unref(ChppLinkIo *io)
 }
 
 /*
- * Tell the device, with the BQL, unless it stopped us meanwhile (it sets
- * @stop with the BQL held, so the flag read here is final).  False: stop.
+ * Tell the device: the main loop sees @news at its next iteration (woken
+ * if it sleeps); with a callback the thread also takes the BQL and, unless
+ * the main loop took the news first or the device stopped us (@stop is set
+ * with the BQL held, so the flag read here is final), calls it.
+ * False: stop.
  */
 static bool chpp_link_io_notify(ChppLinkIo *io)
 {
     bool go;
 
+    /* After the tail (or EOF): whoever takes the news sees the bytes. */
+    qatomic_store_release(&io->news, true);
+    if (!io->ready || qatomic_read(&io->eof)) {
+        qemu_notify_event();
+        return !qatomic_read(&io->stop);
+    }
     chpp_bql_lock();
     go = !qatomic_read(&io->stop);
-    if (go) {
-        io->ready(io->opaque, qatomic_read(&io->eof));
+    if (go && qatomic_xchg(&io->news, false)) {
+        io->ready(io->opaque);
     }
     chpp_bql_unlock();
     return go;
@@ -198,6 +211,11 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
 {
     return qatomic_read(&io->ring_waits);
+}
+
+bool chpp_link_io_take_news(ChppLinkIo *io)
+{
+    return qatomic_xchg(&io->news, false);
 }
 
 bool chpp_link_io_eof(ChppLinkIo *io)

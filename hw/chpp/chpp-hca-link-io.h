@@ -22,18 +22,17 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_RING_MIN      (16u << 10)
 #define CHPP_LINK_RING_MAX      (64u << 20)
 
-/*
- * The reader thread received bytes, or the stream ended (@eof, after the
- * bytes available): called in the thread, with the BQL held.
- */
-typedef void ChppLinkIoReady(void *opaque, bool eof);
+/* The reader thread received bytes: called in it, with the BQL held. */
+typedef void ChppLinkIoReady(void *opaque);
 
 /*
  * For a connected plain socket chardev: duplicate its socket and start the
- * reader thread, which calls @ready whenever bytes (or the end of the
- * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
+ * reader thread.  NULL if @chr is anything else: use the chardev's path.
  * The thread reads ahead of the parser into a ring of @ring_size bytes (a
  * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
+ * Whenever bytes (or the end of the stream) arrive it leaves news for
+ * chpp_link_io_take_news() and wakes the main loop; with @ready, it takes
+ * the BQL instead and calls @ready, unless the news was taken meanwhile.
  */
 ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
                                void *opaque, uint32_t ring_size);
@@ -48,6 +47,8 @@ void chpp_link_io_stop(ChppLinkIo *io);
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
 /* How often the thread found the ring full and waited for the parser. */
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
+/* Did bytes or the end of the stream arrive since the last call? */
+bool chpp_link_io_take_news(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */
 bool chpp_link_io_eof(ChppLinkIo *io);
 /*

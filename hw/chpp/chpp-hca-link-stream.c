@@ -293,18 +293,33 @@ void chpp_stream_flush_now(ChppHcaState *s)
 /*
  * The reader thread received bytes (in that thread, with the BQL): the
  * engine takes them at once, as a poll does (chpp_upcalls.link_rx), or,
- * if it cannot run now (or x-link-thread-run=off), the bottom half parses
- * them in the main loop.
- * The end of the stream goes to the bottom half, which cuts the chardev.
+ * if it cannot run now, the bottom half parses them in the main loop.
  */
-static void chpp_link_rx_read(void *opaque, bool eof)
+static void chpp_link_rx_read(void *opaque)
 {
     ChppHcaState *s = opaque;
 
-    if (!eof && s->link.thread_run && chpp_upcalls.link_rx(s)) {
+    if (chpp_upcalls.link_rx(s)) {
         s->link.thread_runs++;
     } else {
         qemu_bh_schedule(s->link.rx_bh);
+    }
+}
+
+/*
+ * Each main-loop iteration, before it polls: news from the reader thread
+ * (bytes, or the end of the stream) that the thread did not take itself
+ * (x-link-thread-run=off, end of stream, or the main loop got the BQL
+ * first) go to the bottom half, which runs in this iteration.
+ */
+static void chpp_link_main_loop_poll(Notifier *n, void *data)
+{
+    ChppLink *l = container_of(n, ChppLink, poll_notifier);
+    MainLoopPoll *mlp = data;
+
+    if (mlp->state == MAIN_LOOP_POLL_FILL && l->io &&
+        chpp_link_io_take_news(l->io)) {
+        qemu_bh_schedule(l->rx_bh);
     }
 }
 
@@ -342,7 +357,8 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         s->link.thread_runs = 0;
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), chpp_link_rx_read, s,
+                qemu_chr_fe_get_driver(&s->link.chr),
+                s->link.thread_run ? chpp_link_rx_read : NULL, s,
                 s->link.ring_size);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
@@ -392,6 +408,8 @@ void chpp_stream_realize(ChppHcaState *s, const ChppStreamOps *ops)
     l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
                                    &DEVICE(s)->mem_reentrancy_guard);
     if (qemu_chr_fe_backend_connected(&l->chr)) {
+        l->poll_notifier.notify = chpp_link_main_loop_poll;
+        main_loop_poll_add_notifier(&l->poll_notifier);
         qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
                                  chpp_link_receive, chpp_link_event, NULL, s,
                                  NULL, true);
@@ -404,6 +422,10 @@ void chpp_stream_unrealize(ChppHcaState *s)
 
     qemu_chr_fe_deinit(&l->chr, false);
     chpp_link_io_detach(s);
+    if (l->poll_notifier.notify) {
+        main_loop_poll_remove_notifier(&l->poll_notifier);
+        l->poll_notifier.notify = NULL;
+    }
     chpp_stream_drop(s);
     g_queue_free(l->outq);
     g_free(l->rx);

@@ -390,6 +390,7 @@ typedef struct ChppLink {
     bool use_thread;            /* property link-thread */
     bool thread_run;            /* property x-link-thread-run */
     uint64_t thread_runs;       /* engine runs in the reader thread */
+    Notifier poll_notifier;     /* main loop: news of the reader thread */
     uint32_t ring_size;         /* property x-link-ring-size */
     char *capture_path;         /* property capture (chardev) */
     uint64_t capture_max;       /* property capture-max */
