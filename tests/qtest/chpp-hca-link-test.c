@@ -262,10 +262,13 @@ static void test_ops_both_directions(void)
     }
     g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_PKTS_DROPPED), ==, 0);
     g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_LINK_CREDIT_ERRORS), ==, 0);
-    /* The reader threads ran the engine on what they read themselves. */
+    /*
+     * The reader threads ran the engine on what they read themselves;
+     * never in timing mode, where a clock paces the engine.
+     */
     for (i = 0; i < 2; i++) {
         g_assert_cmpint(link_state_u64(n[i], "reader-runs") > 0, ==,
-                        !*node_props);
+                        !*node_props && !chpp_timing_on());
     }
     pair_stop(&a, &b);
 }
