@@ -273,11 +273,14 @@ static void chpp_engine_poll_run(void *opaque)
  * timing mode or with engine-delay-ns (a clock paces the engine), nor
  * while the VM is stopped: false then.
  */
-bool chpp_engine_link_rx(ChppHcaState *pf)
+static bool chpp_engine_rx_now(ChppHcaState *pf, bool vcpu)
 {
     if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
         pf->engine_stopped || pf->gone || pf->engine_running) {
         return false;
+    }
+    if (vcpu) {
+        chpp_link_polled(pf);
     }
     chpp_timer_call(pf, chpp_engine_poll_run, pf);
     if (!pf->gone) {
@@ -286,9 +289,14 @@ bool chpp_engine_link_rx(ChppHcaState *pf)
     return true;
 }
 
+bool chpp_engine_link_rx(ChppHcaState *pf)
+{
+    return chpp_engine_rx_now(pf, false);
+}
+
 void chpp_engine_poll(ChppHcaState *pf)
 {
-    chpp_engine_link_rx(pf);
+    chpp_engine_rx_now(pf, true);
 }
 
 static void chpp_engine_timer(void *opaque)

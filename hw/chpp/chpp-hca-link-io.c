@@ -32,6 +32,7 @@
 #include "qemu/rcu.h"
 #include "qemu/event_notifier.h"
 #include "qemu/sockets.h"
+#include "qemu/timer.h"
 #include "chardev/char-socket.h"
 #include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca-link-io.h"
@@ -43,6 +44,7 @@ struct ChppLinkIo {
     ChppLinkIoReady *ready;     /* thread -> device, BQL held; or NULL */
     void *opaque;
     bool news;                  /* bytes or EOF the device has not seen */
+    int64_t polled_ns;          /* get_clock() of a vCPU's last poll */
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
     uint32_t head;              /* free-running; written by the consumer */
@@ -66,22 +68,27 @@ static void chpp_link_io_unref(ChppLinkIo *io)
 }
 
 /*
- * Tell the device: the main loop sees @news at its next iteration (woken
- * if it sleeps); with a callback the thread also takes the BQL and, unless
- * the main loop took the news first or the device stopped us (@stop is set
- * with the BQL held, so the flag read here is final), calls it.
- * False: stop.
+ * A vCPU that polls its completion queue parses the ring itself on every
+ * empty poll (an MMIO read, with the BQL), microseconds apart.  Waiting for
+ * the BQL against it is a convoy: the vCPU takes it back after each read,
+ * we get it at a scheduler tick, and meanwhile read nothing more from the
+ * socket.  So while a vCPU polls (it did within CHPP_LINK_IO_POLLING_NS,
+ * a few of its empty polls) the thread leaves the bytes to it and keeps
+ * reading; news the vCPU has not taken after CHPP_LINK_IO_LEAVE_NS without
+ * more bytes (it stopped polling) the thread then takes itself.
  */
-static bool chpp_link_io_notify(ChppLinkIo *io)
+#define CHPP_LINK_IO_POLLING_NS (20 * SCALE_US)
+#define CHPP_LINK_IO_LEAVE_NS   (100 * SCALE_US)
+
+/*
+ * With the BQL, unless the device stopped us (@stop is set with the BQL
+ * held, so the flag read here is final): call the device, unless someone
+ * took the news meanwhile.  False: stop.
+ */
+static bool chpp_link_io_deliver(ChppLinkIo *io)
 {
     bool go;
 
-    /* After the tail (or EOF): whoever takes the news sees the bytes. */
-    qatomic_store_release(&io->news, true);
-    if (!io->ready || qatomic_read(&io->eof)) {
-        qemu_notify_event();
-        return !qatomic_read(&io->stop);
-    }
     chpp_bql_lock();
     go = !qatomic_read(&io->stop);
     if (go && qatomic_xchg(&io->news, false)) {
@@ -89,6 +96,42 @@ static bool chpp_link_io_notify(ChppLinkIo *io)
     }
     chpp_bql_unlock();
     return go;
+}
+
+/*
+ * Tell the device: the main loop sees @news at its next iteration (woken
+ * if it sleeps, without a callback); with a callback the thread delivers
+ * them itself, unless a vCPU polls.  False: stop.
+ */
+static bool chpp_link_io_notify(ChppLinkIo *io)
+{
+    /* After the tail (or EOF): whoever takes the news sees the bytes. */
+    qatomic_store_release(&io->news, true);
+    if (!io->ready || qatomic_read(&io->eof)) {
+        qemu_notify_event();
+        return !qatomic_read(&io->stop);
+    }
+    if (get_clock() - qatomic_read(&io->polled_ns) <
+        CHPP_LINK_IO_POLLING_NS) {
+        return !qatomic_read(&io->stop);
+    }
+    return chpp_link_io_deliver(io);
+}
+
+/*
+ * Wait for @n of @pfd; with news left to a vCPU, at most
+ * CHPP_LINK_IO_LEAVE_NS, then deliver them.  False: stop.
+ */
+static bool chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd, int n)
+{
+    bool left = io->ready && qatomic_read(&io->news);
+
+    if (!qemu_poll_ns(pfd, n, left ? CHPP_LINK_IO_LEAVE_NS : -1) && left &&
+        qatomic_read(&io->news)) {
+        return chpp_link_io_deliver(io);
+    }
+    event_notifier_test_and_clear(&io->wake);
+    return true;
 }
 
 static void *chpp_link_io_thread(void *opaque)
@@ -113,9 +156,9 @@ static void *chpp_link_io_thread(void *opaque)
             qatomic_set(&io->wait_room, true);
             /* Pairs with the barrier in chpp_link_io_consume(). */
             smp_mb();
-            if (qatomic_read(&io->head) == head) {
-                g_poll(pfd, 1, -1);
-                event_notifier_test_and_clear(&io->wake);
+            if (qatomic_read(&io->head) == head &&
+                !chpp_link_io_wait(io, pfd, 1)) {
+                break;
             }
             qatomic_set(&io->wait_room, false);
             continue;
@@ -135,8 +178,9 @@ static void *chpp_link_io_thread(void *opaque)
         } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
             break;
         } else if (!unseen) {
-            g_poll(pfd, 2, -1);
-            event_notifier_test_and_clear(&io->wake);
+            if (!chpp_link_io_wait(io, pfd, 2)) {
+                break;
+            }
             continue;
         }
         if (!chpp_link_io_notify(io)) {
@@ -211,6 +255,13 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
 {
     return qatomic_read(&io->ring_waits);
+}
+
+void chpp_link_io_polled(ChppLinkIo *io)
+{
+    qatomic_set(&io->polled_ns, get_clock());
+    /* A full barrier: the parse that follows sees the bytes of the news. */
+    qatomic_xchg(&io->news, false);
 }
 
 bool chpp_link_io_take_news(ChppLinkIo *io)

@@ -47,6 +47,11 @@ void chpp_link_io_stop(ChppLinkIo *io);
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
 /* How often the thread found the ring full and waited for the parser. */
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
+/*
+ * A vCPU polls its completions and parses what the ring holds now: the
+ * thread leaves what it reads next to it, while it keeps polling.
+ */
+void chpp_link_io_polled(ChppLinkIo *io);
 /* Did bytes or the end of the stream arrive since the last call? */
 bool chpp_link_io_take_news(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */

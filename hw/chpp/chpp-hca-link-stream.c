@@ -323,6 +323,13 @@ static void chpp_link_main_loop_poll(Notifier *n, void *data)
     }
 }
 
+void chpp_stream_polled(ChppHcaState *s)
+{
+    if (s->link.io) {
+        chpp_link_io_polled(s->link.io);
+    }
+}
+
 void chpp_stream_poll(ChppHcaState *s)
 {
     if (s->link.io &&

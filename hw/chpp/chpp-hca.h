@@ -913,6 +913,8 @@ unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
 void chpp_link_flush_now(ChppHcaState *s);
 /* Parse what the reader thread received now, not in the bottom half. */
 void chpp_link_poll(ChppHcaState *s);
+/* Software polls its CQ (a vCPU): it takes what the link received. */
+void chpp_link_polled(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);
