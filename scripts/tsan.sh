@@ -47,11 +47,9 @@ import glob, re, sys
 
 # QEMU functions documented as callable from any thread: a race inside one
 # of them, reached from the device's thread, is QEMU 7.2's, not the device's.
-# qemu_notify_event wakes the main loop from any thread (7.2 schedules its
-# notify bottom half).
 THREAD_SAFE = {"qemu_bh_schedule", "aio_notify", "event_notifier_set",
                "event_notifier_test_and_clear", "qemu_thread_create",
-               "qemu_thread_join", "qemu_notify_event"}
+               "qemu_thread_join"}
 FRAME = re.compile(r"#(\d+) (\S+) (\S+?):\d+")
 
 def owner(block):

@@ -263,40 +263,22 @@ static void chpp_engine_poll_run(void *opaque)
 }
 
 /*
- * Received frames are taken at once, in the thread that learnt of them,
- * instead of waiting for the main loop thread, which on a busy host waits
- * behind the vCPUs: a process polling its completions (it reads
- * CHPP_UAR_DB_STATUS when its CQ is empty, chpp_engine_poll) or the link's
- * reader thread (chpp_engine_link_rx).  Both hold the BQL.  The run parses
- * what the reader thread received, runs the engine and writes what it
- * queued for the link; it is guarded as the bottom halves are.  Not in
- * timing mode or with engine-delay-ns (a clock paces the engine), nor
- * while the VM is stopped: false then.
+ * A process polls its completions (it reads CHPP_UAR_DB_STATUS when its
+ * CQ is empty): take what the link's reader thread received and run the
+ * engine now, in the polling vCPU, instead of waiting for the main loop
+ * thread, which on a busy host waits behind that very vCPU.  Guarded as
+ * the bottom halves are; not in timing mode or with engine-delay-ns.
  */
-static bool chpp_engine_rx_now(ChppHcaState *pf, bool vcpu)
+void chpp_engine_poll(ChppHcaState *pf)
 {
     if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
         pf->engine_stopped || pf->gone || pf->engine_running) {
-        return false;
-    }
-    if (vcpu) {
-        chpp_link_polled(pf);
+        return;
     }
     chpp_timer_call(pf, chpp_engine_poll_run, pf);
     if (!pf->gone) {
         chpp_link_flush_now(pf);
     }
-    return true;
-}
-
-bool chpp_engine_link_rx(ChppHcaState *pf)
-{
-    return chpp_engine_rx_now(pf, false);
-}
-
-void chpp_engine_poll(ChppHcaState *pf)
-{
-    chpp_engine_rx_now(pf, true);
 }
 
 static void chpp_engine_timer(void *opaque)

@@ -7,21 +7,14 @@
  * frame capped the link at a few hundred MB/s.  For a plain socket chardev
  * (no TLS, websocket or telnet) the device instead takes a duplicate of the
  * connected socket: a reader thread moves the bytes into a ring with large
- * reads, then takes the BQL and hands them to the device's callback, which
- * parses and runs them there.  The main loop, if it is awake anyway (it
- * holds the BQL most of the time on a busy QEMU, and a mutex is not fair),
- * sees the news at its next iteration (chpp_link_io_take_news()) and takes
- * them instead.  Writes go straight to the socket from whichever thread
- * holds the BQL.
+ * reads, and the main loop parses every record the ring holds in one bottom
+ * half.  Writes stay in the main loop and go straight to the socket.
  *
- * The ring is single producer (the thread writes at tail) and single
- * consumer (whoever holds the BQL reads at head); bytes between head and
- * tail are never written, so they are parsed in place.  The thread touches
- * device state only in the callback, with the BQL held and only while the
- * device has not stopped it: stopping (with the BQL) never waits for the
- * thread, which may itself be waiting for the BQL or be the caller.  The
- * thread and the device each hold a reference to the ChppLinkIo; the last
- * one to let go frees it.
+ * The thread touches only the ring, its indexes and its own descriptors:
+ * never device state, never the BQL.  The ring is single producer (the
+ * thread writes at tail) and single consumer (the main loop reads at head);
+ * bytes between head and tail are never written, so the main loop parses
+ * them in place.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -29,122 +22,34 @@
 #include "qemu/atomic.h"
 #include "qemu/main-loop.h"
 #include "qemu/thread.h"
-#include "qemu/rcu.h"
 #include "qemu/event_notifier.h"
 #include "qemu/sockets.h"
-#include "qemu/timer.h"
 #include "chardev/char-socket.h"
-#include "hw/chpp/chpp-qemu-compat.h"
 #include "chpp-hca-link-io.h"
 
 struct ChppLinkIo {
     int fd;                     /* our duplicate of the connected socket */
-    EventNotifier wake;         /* device -> thread: stop, or room */
+    EventNotifier wake;         /* main loop -> thread: stop, or room */
     QemuThread thread;
-    ChppLinkIoReady *ready;     /* thread -> device, BQL held; or NULL */
-    void *opaque;
-    bool news;                  /* bytes or EOF the device has not seen */
-    int64_t polled_ns;          /* get_clock() of a vCPU's last poll */
+    QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
-    uint32_t head;              /* free-running; written by the consumer */
+    uint32_t head;              /* free-running; written by the main loop */
     uint32_t tail;              /* free-running; written by the thread */
-    uint32_t refs;              /* the thread's and the device's */
-    bool stop;                  /* set with the BQL: no more callbacks */
+    bool stop;                  /* main loop asks the thread to end */
     bool wait_room;             /* the thread waits for the ring to drain */
     bool eof;                   /* the thread ended: peer closed, or error */
     uint32_t ring_waits;        /* times the thread found the ring full */
 };
 
-static void chpp_link_io_unref(ChppLinkIo *io)
-{
-    if (qatomic_fetch_dec(&io->refs) != 1) {
-        return;
-    }
-    event_notifier_cleanup(&io->wake);
-    close(io->fd);
-    g_free(io->ring);
-    g_free(io);
-}
-
-/*
- * A vCPU that polls its completion queue parses the ring itself on every
- * empty poll (an MMIO read, with the BQL), microseconds apart.  Waiting for
- * the BQL against it is a convoy: the vCPU takes it back after each read,
- * we get it at a scheduler tick, and meanwhile read nothing more from the
- * socket.  So while a vCPU polls (it did within CHPP_LINK_IO_POLLING_NS,
- * a few of its empty polls) the thread leaves the bytes to it and keeps
- * reading; news the vCPU has not taken after CHPP_LINK_IO_LEAVE_NS without
- * more bytes (it stopped polling) the thread then takes itself.
- */
-#define CHPP_LINK_IO_POLLING_NS (20 * SCALE_US)
-#define CHPP_LINK_IO_LEAVE_NS   (100 * SCALE_US)
-
-/*
- * With the BQL, unless the device stopped us (@stop is set with the BQL
- * held, so the flag read here is final): call the device, unless someone
- * took the news meanwhile.  False: stop.
- */
-static bool chpp_link_io_deliver(ChppLinkIo *io)
-{
-    bool go;
-
-    chpp_bql_lock();
-    go = !qatomic_read(&io->stop);
-    if (go && qatomic_xchg(&io->news, false)) {
-        io->ready(io->opaque);
-    }
-    chpp_bql_unlock();
-    return go;
-}
-
-/*
- * Tell the device: the main loop sees @news at its next iteration (woken
- * if it sleeps, without a callback); with a callback the thread delivers
- * them itself, unless a vCPU polls.  False: stop.
- */
-static bool chpp_link_io_notify(ChppLinkIo *io)
-{
-    /* After the tail (or EOF): whoever takes the news sees the bytes. */
-    qatomic_store_release(&io->news, true);
-    if (!io->ready || qatomic_read(&io->eof)) {
-        qemu_notify_event();
-        return !qatomic_read(&io->stop);
-    }
-    if (get_clock() - qatomic_read(&io->polled_ns) <
-        CHPP_LINK_IO_POLLING_NS) {
-        return !qatomic_read(&io->stop);
-    }
-    return chpp_link_io_deliver(io);
-}
-
-/*
- * Wait for @n of @pfd; with news left to a vCPU, at most
- * CHPP_LINK_IO_LEAVE_NS, then deliver them.  False: stop.
- */
-static bool chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd, int n)
-{
-    bool left = io->ready && qatomic_read(&io->news);
-
-    if (!qemu_poll_ns(pfd, n, left ? CHPP_LINK_IO_LEAVE_NS : -1) && left &&
-        qatomic_read(&io->news)) {
-        return chpp_link_io_deliver(io);
-    }
-    event_notifier_test_and_clear(&io->wake);
-    return true;
-}
-
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
-    bool unseen = false;        /* bytes the device was not told of */
     GPollFD pfd[2] = {
         { .fd = event_notifier_get_fd(&io->wake), .events = G_IO_IN },
         { .fd = io->fd, .events = G_IO_IN },
     };
 
-    /* The callback does DMA, which reads RCU-protected memory maps. */
-    rcu_register_thread();
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
         uint32_t room = io->size - (io->tail - head);
@@ -156,9 +61,9 @@ static void *chpp_link_io_thread(void *opaque)
             qatomic_set(&io->wait_room, true);
             /* Pairs with the barrier in chpp_link_io_consume(). */
             smp_mb();
-            if (qatomic_read(&io->head) == head &&
-                !chpp_link_io_wait(io, pfd, 1)) {
-                break;
+            if (qatomic_read(&io->head) == head) {
+                g_poll(pfd, 1, -1);
+                event_notifier_test_and_clear(&io->wake);
             }
             qatomic_set(&io->wait_room, false);
             continue;
@@ -167,38 +72,27 @@ static void *chpp_link_io_thread(void *opaque)
                  MIN(room, io->size - at), MSG_DONTWAIT);
         if (n > 0) {
             qatomic_store_release(&io->tail, io->tail + n);
-            unseen = true;
-            if (n == io->size - at && room > n) {
-                continue;       /* at the ring's end: read its start too */
-            }
-        } else if (n == 0) {
+            qemu_bh_schedule(io->bh);
+            continue;
+        }
+        if (n == 0) {
             break;              /* the peer closed the connection */
-        } else if (errno == EINTR) {
-            continue;
-        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            break;
-        } else if (!unseen) {
-            if (!chpp_link_io_wait(io, pfd, 2)) {
-                break;
-            }
+        }
+        if (errno == EINTR) {
             continue;
         }
-        if (!chpp_link_io_notify(io)) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
             break;
         }
-        unseen = false;
+        g_poll(pfd, 2, -1);
+        event_notifier_test_and_clear(&io->wake);
     }
     qatomic_store_release(&io->eof, true);
-    if (!qatomic_read(&io->stop)) {
-        chpp_link_io_notify(io);
-    }
-    rcu_unregister_thread();
-    chpp_link_io_unref(io);
+    qemu_bh_schedule(io->bh);
     return NULL;
 }
 
-ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
-                               void *opaque, uint32_t ring_size)
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
 {
     SocketChardev *sc;
     ChppLinkIo *io;
@@ -218,9 +112,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
     }
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
-    io->ready = ready;
-    io->opaque = opaque;
-    io->refs = 2;
+    io->bh = bh;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
@@ -231,7 +123,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
         return NULL;
     }
     qemu_thread_create(&io->thread, "chpp-link-rx", chpp_link_io_thread, io,
-                       QEMU_THREAD_DETACHED);
+                       QEMU_THREAD_JOINABLE);
     return io;
 }
 
@@ -240,11 +132,14 @@ void chpp_link_io_stop(ChppLinkIo *io)
     if (!io) {
         return;
     }
-    assert(chpp_bql_locked());
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
     qatomic_set(&io->stop, true);
     event_notifier_set(&io->wake);
-    chpp_link_io_unref(io);
+    qemu_thread_join(&io->thread);
+    event_notifier_cleanup(&io->wake);
+    close(io->fd);
+    g_free(io->ring);
+    g_free(io);
 }
 
 uint32_t chpp_link_io_avail(ChppLinkIo *io)
@@ -255,18 +150,6 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
 {
     return qatomic_read(&io->ring_waits);
-}
-
-void chpp_link_io_polled(ChppLinkIo *io)
-{
-    qatomic_set(&io->polled_ns, get_clock());
-    /* A full barrier: the parse that follows sees the bytes of the news. */
-    qatomic_xchg(&io->news, false);
-}
-
-bool chpp_link_io_take_news(ChppLinkIo *io)
-{
-    return qatomic_xchg(&io->news, false);
 }
 
 bool chpp_link_io_eof(ChppLinkIo *io)

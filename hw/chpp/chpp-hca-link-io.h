@@ -1,7 +1,7 @@
 /*
  * chpp-hca: the link's socket reader thread and writer
- * (chpp-hca-link-io.c).  Every function is called with the BQL held (in
- * the main loop, a vCPU or the reader thread's callback).
+ * (chpp-hca-link-io.c).  Every function but the thread itself runs in the
+ * main loop with the BQL held.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,38 +22,21 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_RING_MIN      (16u << 10)
 #define CHPP_LINK_RING_MAX      (64u << 20)
 
-/* The reader thread received bytes: called in it, with the BQL held. */
-typedef void ChppLinkIoReady(void *opaque);
-
 /*
  * For a connected plain socket chardev: duplicate its socket and start the
- * reader thread.  NULL if @chr is anything else: use the chardev's path.
+ * reader thread, which schedules @bh whenever bytes (or the end of the
+ * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
  * The thread reads ahead of the parser into a ring of @ring_size bytes (a
  * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
- * Whenever bytes (or the end of the stream) arrive it leaves news for
- * chpp_link_io_take_news() and wakes the main loop; with @ready, it takes
- * the BQL instead and calls @ready, unless the news was taken meanwhile.
  */
-ChppLinkIo *chpp_link_io_start(Chardev *chr, ChppLinkIoReady *ready,
-                               void *opaque, uint32_t ring_size);
-/*
- * No more callbacks from now on; the thread ends and closes the duplicate
- * on its own (it may be waiting for the BQL, or be the caller), so this
- * never waits for it.  @io may be NULL.
- */
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size);
+/* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
 
 /* Bytes received and not yet consumed. */
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
 /* How often the thread found the ring full and waited for the parser. */
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
-/*
- * A vCPU polls its completions and parses what the ring holds now: the
- * thread leaves what it reads next to it, while it keeps polling.
- */
-void chpp_link_io_polled(ChppLinkIo *io);
-/* Did bytes or the end of the stream arrive since the last call? */
-bool chpp_link_io_take_news(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */
 bool chpp_link_io_eof(ChppLinkIo *io);
 /*

@@ -1,12 +1,11 @@
 /*
  * chpp-hca: the link's byte-stream transport (docs/link.md): records over
  * a QEMU chardev to one peer.  Writes are batched into one sendmsg (or
- * chardev write) per engine run or main-loop iteration; reads go through
- * the reader thread (chpp-hca-link-io.c) for a plain socket, which parses
- * them and runs the engine itself, else through the chardev.  Record
- * headers are checked here: one that breaks the protocol cuts the
- * connection (a stream cannot resync).  What records mean is the link
- * protocol's (chpp-hca-link.c, through ChppStreamOps).
+ * chardev write) per main-loop iteration; reads go through the reader
+ * thread (chpp-hca-link-io.c) for a plain socket, else through the
+ * chardev.  Record headers are checked here: one that breaks the protocol
+ * cuts the connection (a stream cannot resync).  What records mean is the
+ * link protocol's (chpp-hca-link.c, through ChppStreamOps).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -290,46 +289,6 @@ void chpp_stream_flush_now(ChppHcaState *s)
     }
 }
 
-/*
- * The reader thread received bytes (in that thread, with the BQL): the
- * engine takes them at once, as a poll does (chpp_upcalls.link_rx), or,
- * if it cannot run now, the bottom half parses them in the main loop.
- */
-static void chpp_link_rx_read(void *opaque)
-{
-    ChppHcaState *s = opaque;
-
-    if (chpp_upcalls.link_rx(s)) {
-        s->link.thread_runs++;
-    } else {
-        qemu_bh_schedule(s->link.rx_bh);
-    }
-}
-
-/*
- * Each main-loop iteration, before it polls: news from the reader thread
- * (bytes, or the end of the stream) that the thread did not take itself
- * (x-link-thread-run=off, end of stream, or the main loop got the BQL
- * first) go to the bottom half, which runs in this iteration.
- */
-static void chpp_link_main_loop_poll(Notifier *n, void *data)
-{
-    ChppLink *l = container_of(n, ChppLink, poll_notifier);
-    MainLoopPoll *mlp = data;
-
-    if (mlp->state == MAIN_LOOP_POLL_FILL && l->io &&
-        chpp_link_io_take_news(l->io)) {
-        qemu_bh_schedule(l->rx_bh);
-    }
-}
-
-void chpp_stream_polled(ChppHcaState *s)
-{
-    if (s->link.io) {
-        chpp_link_io_polled(s->link.io);
-    }
-}
-
 void chpp_stream_poll(ChppHcaState *s)
 {
     if (s->link.io &&
@@ -361,11 +320,9 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
     case CHR_EVENT_OPENED:
         chpp_link_io_detach(s);
         s->link.ops->reset(s, true);
-        s->link.thread_runs = 0;
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr),
-                s->link.thread_run ? chpp_link_rx_read : NULL, s,
+                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
                 s->link.ring_size);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
@@ -415,8 +372,6 @@ void chpp_stream_realize(ChppHcaState *s, const ChppStreamOps *ops)
     l->tx_bh = qemu_bh_new_guarded(chpp_link_tx_bh, s,
                                    &DEVICE(s)->mem_reentrancy_guard);
     if (qemu_chr_fe_backend_connected(&l->chr)) {
-        l->poll_notifier.notify = chpp_link_main_loop_poll;
-        main_loop_poll_add_notifier(&l->poll_notifier);
         qemu_chr_fe_set_handlers(&l->chr, chpp_link_can_receive,
                                  chpp_link_receive, chpp_link_event, NULL, s,
                                  NULL, true);
@@ -429,10 +384,6 @@ void chpp_stream_unrealize(ChppHcaState *s)
 
     qemu_chr_fe_deinit(&l->chr, false);
     chpp_link_io_detach(s);
-    if (l->poll_notifier.notify) {
-        main_loop_poll_remove_notifier(&l->poll_notifier);
-        l->poll_notifier.notify = NULL;
-    }
     chpp_stream_drop(s);
     g_queue_free(l->outq);
     g_free(l->rx);

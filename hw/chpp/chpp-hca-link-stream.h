@@ -32,8 +32,6 @@ void chpp_stream_flush(ChppHcaState *s);
 void chpp_stream_flush_later(ChppHcaState *s);
 void chpp_stream_flush_now(ChppHcaState *s);
 void chpp_stream_poll(ChppHcaState *s);
-/* A vCPU polls: it parses now, and the reader thread leaves it the rest. */
-void chpp_stream_polled(ChppHcaState *s);
 /* Forget the records not written and the partial record read. */
 void chpp_stream_drop(ChppHcaState *s);
 /* The connection is of no more use: cut it, parse nothing more of it. */

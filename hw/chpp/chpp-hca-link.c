@@ -175,13 +175,6 @@ void chpp_link_poll(ChppHcaState *s)
     }
 }
 
-void chpp_link_polled(ChppHcaState *s)
-{
-    if (!s->link.eth) {
-        chpp_stream_polled(s);
-    }
-}
-
 /* The backlog went down by half: functions take the peer's frames again. */
 static void chpp_link_rx_resume(ChppHcaState *s)
 {

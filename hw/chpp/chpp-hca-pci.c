@@ -30,7 +30,6 @@ const ChppUpcalls chpp_upcalls = {
     .link_changed = chpp_port_link_changed,
     .qp_transition = chpp_engine_qp_transition,
     .vfs_enabled = chpp_hca_vfs_enabled,
-    .link_rx = chpp_engine_link_rx,
 };
 
 void chpp_hca_soft_reset(ChppHcaState *s)
@@ -455,8 +454,6 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
                        CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
-    DEFINE_PROP_BOOL("x-link-thread-run", ChppHcaState, link.thread_run,
-                     true),
     DEFINE_PROP_STRING("capture", ChppHcaState, link.capture_path),
     DEFINE_PROP_SIZE("capture-max", ChppHcaState, link.capture_max,
                      CHPP_CAPTURE_MAX_DEFAULT),
@@ -568,9 +565,6 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");
-    chpp_hca_prop_desc(oc, "x-link-thread-run", "the link's reader thread "
-                       "runs the engine on what it reads (off: the main "
-                       "loop does; for tests and comparison)");
     chpp_hca_prop_desc(oc, "capture", "pcap file of every record sent and "
                        "received on the chardev link, framed as the "
                        "Ethernet link frames them (docs/capture.md)");

@@ -388,9 +388,6 @@ typedef struct ChppLink {
     QEMUTimer *tick;            /* Ethernet: HELLO, peer loss, probes */
     int64_t next_hello;         /* realtime ns */
     bool use_thread;            /* property link-thread */
-    bool thread_run;            /* property x-link-thread-run */
-    uint64_t thread_runs;       /* engine runs in the reader thread */
-    Notifier poll_notifier;     /* main loop: news of the reader thread */
     uint32_t ring_size;         /* property x-link-ring-size */
     char *capture_path;         /* property capture (chardev) */
     uint64_t capture_max;       /* property capture-max */
@@ -564,12 +561,6 @@ typedef struct ChppUpcalls {
     void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
     /* chpp-hca-vmstate.c -> chpp-hca-pci.c: a load set VF Enable. */
     void (*vfs_enabled)(ChppHcaState *pf);
-    /*
-     * chpp-hca-link-stream.c -> chpp-hca-engine.c: the link's reader
-     * thread received bytes (that thread, BQL held): parse them and run
-     * the engine now.  False if the engine cannot run now.
-     */
-    bool (*link_rx)(ChppHcaState *pf);
 } ChppUpcalls;
 extern const ChppUpcalls chpp_upcalls;
 
@@ -803,8 +794,6 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
 void chpp_engine_doorbell(ChppHcaState *pf);
 /* Software polls (CHPP_UAR_DB_STATUS): do what the link delivered. */
 void chpp_engine_poll(ChppHcaState *pf);
-/* The link's reader thread received bytes: false if it cannot run now. */
-bool chpp_engine_link_rx(ChppHcaState *pf);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
@@ -913,8 +902,6 @@ unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
 void chpp_link_flush_now(ChppHcaState *s);
 /* Parse what the reader thread received now, not in the bottom half. */
 void chpp_link_poll(ChppHcaState *s);
-/* Software polls its CQ (a vCPU): it takes what the link received. */
-void chpp_link_polled(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);

@@ -57,7 +57,6 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-core.h"
-#include "qemu/main-loop.h"
 
 /*
  * sysemu/ became system/ (QEMU 9.0); PCIDevice's definition left
@@ -84,17 +83,6 @@
 #else
 #define chpp_device_class_set_props(dc, props) \
     device_class_set_props((dc), (props))
-#endif
-
-/* The BQL: 10.0 names it so, 7.2 the "iothread mutex" (QEMU 8.2). */
-#if CHPP_QEMU_10
-#define chpp_bql_lock()     bql_lock()
-#define chpp_bql_unlock()   bql_unlock()
-#define chpp_bql_locked()   bql_locked()
-#else
-#define chpp_bql_lock()     qemu_mutex_lock_iothread()
-#define chpp_bql_unlock()   qemu_mutex_unlock_iothread()
-#define chpp_bql_locked()   qemu_mutex_iothread_locked()
 #endif
 
 /* The DeviceClass reset method: 10.0 names it legacy (Resettable wraps it). */
