@@ -9,16 +9,31 @@
 #     (objdump), for one symbol of each of .text, .rodata, .data, .bss, ...;
 #   - the breakpoints stop in chpp_probe and chpp_cmd, at a file:line inside
 #     those functions in guest-driver/, with pc at the function's address;
+#   - the module's data as gdb reads it: each parameter of chpp_hca (in .data
+#     or .bss) has the value the guest shows in /sys/module/chpp_hca/
+#     parameters/, at probe and after the reload; the PCI driver in .data
+#     has the name the guest's device is bound to and points to chpp_probe;
 #   - probe's pdev is the chpp-hca PCI function (IDs from the ABI header),
 #     dev->regs maps BAR0 (the magic register reads CHPP_MAGIC), and the
 #     command's op and mod are those of the first command in the device's
 #     trace (chpp_hca_cmd_issue);
 #   - the guest then finishes with RESULT PASS.
+#
+#   gdb-guest-check.sh [--kernel K]   (K as in pair.sh; default: the default
+#                                      guest kernel)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
+KSPEC=""
+case "${1:-}" in
+    --kernel) KSPEC=${2:?--kernel needs a kernel} ;;
+    "") ;;
+    *) chpp_die "usage: $0 [--kernel K]" ;;
+esac
+chpp_guest_kernel "$KSPEC"
+KVER=$CHPP_KVER
 DRV="$CHPP_ROOT/guest-driver"
-KMOD=$(make -s -C "$DRV" outdir)      # the default guest kernel's modules
+KMOD=$(chpp_guest_kmod_dir "$KVER")
 KO="$KMOD/chpp_hca.ko"
 CONSOLE="$CHPP_BUILD/guest/single-node1.log"
 TRACE="$CHPP_BUILD/guest/single-node1.trace"
@@ -31,10 +46,13 @@ fail() { chpp_log "FAIL: $*"; exit 1; }
 
 # The driver first (gdb-guest.sh builds it too, but the symbols are picked
 # from the .ko before the run).
-KVER=$(make -s -C "$DRV" kver)
 flock "$CHPP_BUILD/guest/driver-build.lock" make -s -C "$DRV" KVER="$KVER" >"$W/build.log" 2>&1 ||
     { cat "$W/build.log" >&2; fail "driver build"; }
 
+# objdump -t shows a symbol's value plus its section's address in the .ko,
+# which 6.12's Kbuild leaves non-zero for .data (0x320): the kernel ignores
+# that address, so the offset in the section is the value minus it.
+sec_vma() { objdump -h "$KO" | awk -v s="$1" '$2 == s { print "0x" $4; exit }'; }
 # The function or object of each loaded section with the highest offset
 # whose plain name is unique (also not in chpp_test.ko, whose symbols gdb
 # loads too): "SECTION OFFSET NAME" (objdump -t: value, flags, section,
@@ -49,10 +67,25 @@ flock "$CHPP_BUILD/guest/driver-build.lock" make -s -C "$DRV" KVER="$KVER" >"$W/
                 best[sec[s]] = s
         for (x in best) print x, off[best[x]], best[x] }' |
     grep -E '^(\.text|\.rodata|\.data|\.bss|\.init\.text|\.exit\.text|\.text\.unlikely|\.gnu\.linkonce\.this_module) ' |
-    sort     >"$W/syms"
+    sort |
+    while read -r sec value name; do
+        printf '%s %x %s\n' "$sec" $((0x$value - $(sec_vma "$sec"))) "$name"
+    done >"$W/syms"
 for s in .text .rodata .data .bss; do
     grep -q "^$s " "$W/syms" || fail "no symbol to check in $s of chpp_hca.ko"
 done
+# chpp_hca's parameters (bool or int): their variables have their names.
+modinfo -p "$KO" | sed -n 's/^\([a-z_0-9]*\):.*(\(bool\|int\|uint\))$/\1/p' >"$W/params"
+[ -s "$W/params" ] || fail "modinfo lists no bool or int parameter of chpp_hca.ko"
+# Its data as gdb reads it: "PREFIX-param NAME VALUE", the driver's name and
+# whether its probe pointer is chpp_probe.
+data_cmds() {
+    while read -r p; do
+        echo "printf \"$1-param $p %d\\n\", $p"
+    done <"$W/params"
+    echo "printf \"$1-driver %s\\n\", chpp_driver.name"
+    echo "printf \"$1-driver-probe %d\\n\", chpp_driver.probe == chpp_probe"
+}
 
 {
     echo 'break chpp_probe'
@@ -60,6 +93,7 @@ done
     echo 'printf "probe-pc 0x%lx\n", $pc'
     echo 'printf "probe-ids 0x%x 0x%x 0x%x\n", pdev->vendor, pdev->device, id->vendor'
     echo 'set $probe_pdev = pdev'
+    data_cmds probe
     while read -r _ _ name; do
         echo "printf \"sym $name 0x%lx\\n\", (unsigned long)&$name"
     done <"$W/syms"
@@ -80,12 +114,13 @@ done
         case "$sec" in .init.*) continue ;; esac
         echo "printf \"reload-sym $name 0x%lx\\n\", (unsigned long)&$name"
     done <"$W/syms"
+    data_cmds reload
     echo 'detach'
 } >"$W/cmds.gdb"
 
 start=$(date +%s)
 rc=0
-"$CHPP_ROOT/scripts/gdb-guest.sh" --batch "$W/cmds.gdb" --kargs chpp.sections=1 \
+"$CHPP_ROOT/scripts/gdb-guest.sh" --kernel "$CHPP_KERNEL" --batch "$W/cmds.gdb" --kargs chpp.sections=1 \
     -- --loops 0 --trace --timeout 240 >"$OUT" 2>&1 || rc=$?
 cat "$OUT"
 chpp_log "gdb-guest.sh status $rc after $(($(date +%s) - start)) s"
@@ -127,12 +162,31 @@ while read -r sec off name; do
     esac
     chpp_log "gdb: $name at $got ($sec + 0x$off)"
 done <"$W/syms"
+# --- the module's data: its parameters and its PCI driver ------------------------------
+guest() { awk -v s="chpp-guest: $1 " 'i = index($0, s) { print substr($0, i + length(s)); exit }' "$W/console"; }
+drv=$(guest pci-driver)
+[ -n "$drv" ] || fail "the guest did not say which driver its chpp0 has"
+for when in probe reload; do
+    while read -r p; do
+        want=$(guest "param $p")
+        case "$want" in Y) want=1 ;; N) want=0 ;; esac
+        [ -n "$want" ] || fail "the guest did not show parameter $p"
+        [ "$(val "$when-param $p")" = "$want" ] ||
+            fail "gdb reads $p as '$(val "$when-param $p")' ($when), the guest has $(guest "param $p")"
+    done <"$W/params"
+    [ "$(val "$when-driver")" = "$drv" ] ||
+        fail "gdb reads chpp_driver.name as '$(val "$when-driver")' ($when), the guest's device has driver $drv"
+    [ "$(val "$when-driver-probe")" = 1 ] ||
+        fail "gdb reads chpp_driver.probe ($when) as another address than chpp_probe's"
+done
+chpp_log "gdb reads $(wc -l <"$W/params") parameters as the guest shows them; chpp_driver: '$drv', probe = chpp_probe"
+
 # Where the guest kernel has a function: "START SIZE" (section + offset).
 func_at() {
     local off sec size
     read -r off sec size < <(objdump -t "$KO" |
         awk -v n="$1" '$NF == n && $3 == "F" { print $1, $4, $5; exit }')
-    printf '0x%x 0x%x\n' $(($(sysfs "$sec") + 0x$off)) "0x$size"
+    printf '0x%x 0x%x\n' $(($(sysfs "$sec") + 0x$off - $(sec_vma "$sec"))) "0x$size"
 }
 
 # --- the breakpoints: function, file:line, pc -------------------------------------

@@ -25,8 +25,18 @@
 # and __this_module must land on the struct module itself, or the command
 # refuses to load anything.  These are the addresses the kernel shows in
 # /sys/module/chpp_hca/sections/.
+#
+# gdb reads the symbols from the .ko itself, unless one of its loaded
+# sections has a non-zero address in the file: Kbuild 6.12 links .data
+# after __patchable_function_entries without resetting the location
+# counter (.data at 0x320 in the .ko), and gdb then places the debug info's
+# .data and .bss addresses by .text's offset.  The kernel ignores those
+# addresses (it lays out each section itself), so gdb gets a copy with all
+# of them zero, which is what 6.1's Kbuild writes.
+import hashlib
 import os
 import struct
+import tempfile
 
 import gdb
 
@@ -38,6 +48,7 @@ DEFAULT_KO = os.environ.get("CHPP_GUEST_KO") or os.path.normpath(os.path.join(
         "make -s -C %s kver" % os.path.join(HERE, "../../guest-driver")).read().strip()))
 
 SHF_ALLOC = 0x2
+SH_ADDR = 0x10          # offset of sh_addr in an Elf64_Shdr
 SHT_SYMTAB = 2
 STT_SECTION = 3
 ELF_SYM = struct.Struct("<IBBHQQ")   # Elf64_Sym: name info other shndx value size
@@ -67,10 +78,14 @@ class KoFile:
         self.path = path
         self.sections = []          # (name, flags) by section index
         self.contents = {}          # name -> bytes in the file
-        for h in hdrs:
+        linked = []                 # file offsets of non-zero sh_addr fields
+        for i, h in enumerate(hdrs):
             name = cstr(names[4] + h[0])
             self.sections.append((name, h[2]))
             self.contents[name] = data[h[4]:h[4] + h[5]] if h[1] != 8 else b""
+            if h[2] & SHF_ALLOC and h[3]:
+                linked.append(shoff + i * shentsize + SH_ADDR)
+        self.gdb_path = self.unlinked_copy(data, linked) if linked else path
         self.syms = []              # (name, type, shndx, value) by index
         for h in hdrs:
             if h[1] != SHT_SYMTAB:
@@ -84,6 +99,23 @@ class KoFile:
         if ".debug_info" not in self.contents:
             raise gdb.GdbError("%s has no DWARF: build it against a kernel with "
                                "CONFIG_DEBUG_INFO, or add -g to ccflags-y" % path)
+
+    def unlinked_copy(self, data, linked):
+        """The .ko with every section address zero, for gdb (see the top):
+        a file of its own per .ko path, replaced whole (gdb may hold the
+        previous one open)."""
+        data = bytearray(data)
+        for off in linked:
+            struct.pack_into("<Q", data, off, 0)
+        d = os.path.join(tempfile.gettempdir(), "chpp-gdb-%d" % os.getuid())
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        out = os.path.join(d, "%s-%s" % (hashlib.sha1(self.path.encode()).hexdigest()[:12],
+                                         os.path.basename(self.path)))
+        fd, tmp = tempfile.mkstemp(dir=d)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, out)
+        return out
 
     def loaded(self, shndx):
         """True for a section the kernel loads (not debug info, not .modinfo)."""
@@ -148,10 +180,10 @@ class Layout:
     """Offsets in struct module and struct mod_kallsyms, from a .ko's DWARF."""
 
     def __init__(self, ko):
-        loaded = [o for o in gdb.objfiles() if o.filename == ko.path]
+        loaded = [o for o in gdb.objfiles() if o.filename == ko.gdb_path]
         if not loaded:
             # Only for the types: no address is used.
-            run("add-symbol-file %s 0" % ko.path)
+            run("add-symbol-file %s 0" % ko.gdb_path)
         try:
             mod = gdb.lookup_type("struct module")
             kas = gdb.lookup_type("struct mod_kallsyms")
@@ -164,7 +196,7 @@ class Layout:
             self.strtab = self.offset(kas, "strtab")
         finally:
             if not loaded:
-                run("remove-symbol-file %s" % ko.path)
+                run("remove-symbol-file %s" % ko.gdb_path)
 
     @staticmethod
     def offset(t, field):
@@ -267,9 +299,9 @@ def load_symbols(ko, lay, mod):
                            "(build ids differ): rebuild, then restart the guest"
                            % ko.path)
     for o in gdb.objfiles():
-        if o.filename == ko.path:
-            run("remove-symbol-file %s" % ko.path)
-    cmd = "add-symbol-file %s 0x%x" % (ko.path, names[".text"])
+        if o.filename == ko.gdb_path:
+            run("remove-symbol-file %s" % ko.gdb_path)
+    cmd = "add-symbol-file %s 0x%x" % (ko.gdb_path, names[".text"])
     for name, addr in sorted(names.items(), key=lambda x: x[1]):
         if name != ".text":
             cmd += " -s %s 0x%x" % (name, addr)

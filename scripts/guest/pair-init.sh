@@ -43,8 +43,10 @@
 #                     chpp.iters=N round trips (scripts/lib/bench-icount.sh)
 #   chpp.ksyms=A,B    only print these kernel symbols from /proc/kallsyms
 #                     ("chpp-ksym: ADDR TYPE NAME") and stop (scripts/gdb-guest.sh)
-#   chpp.sections=1   print chpp_hca's section addresses after each load
-#                     ("chpp-guest: section NAME ADDR", checked by gdb-guest-check.sh)
+#   chpp.sections=1   print chpp_hca's section addresses, its parameters and
+#                     its PCI driver after each load ("chpp-guest: section NAME
+#                     ADDR", "param NAME VALUE", "pci-driver NAME"; checked by
+#                     gdb-guest-check.sh)
 #
 # Every result line starts with "chpp-guest:"; the last one is
 #   chpp-guest: RESULT PASS|FAIL <reason>
@@ -138,6 +140,11 @@ load_driver() {
         for f in /sys/module/chpp_hca/sections/.* /sys/module/chpp_hca/sections/*; do
             [ -f "$f" ] && say "section ${f##*/} $(cat "$f")"
         done
+        for f in /sys/module/chpp_hca/parameters/*; do
+            say "param ${f##*/} $(cat "$f")"
+        done
+        f=$(readlink /sys/class/infiniband/chpp0/device/driver)
+        say "pci-driver ${f##*/}"
     fi
 }
 
