@@ -348,6 +348,12 @@ qemu_cmd() {
               -netdev "dgram,id=ctl,local.type=unix,local.path=$RUN/net$n.sock,remote.type=unix,remote.path=$RUN/net$peer.sock"
               -device "virtio-net-pci,netdev=ctl,mac=52:54:00:c4:a1:0$n")
     fi
+    # The link-cut stage's word from this script to the guest: a second
+    # serial port (the guest's ttyS1) on a unix socket (tell). A -serial
+    # replaces -nographic's default one, so the console is named too.
+    [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ] &&
+        CMD+=(-chardev "socket,id=hostctl,path=$RUN/ctl$n.sock,server=on,wait=off"
+              -serial stdio -serial chardev:hostctl)
     [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
     # The checkout, read-only, as 9p tag "chpp" (pair-init.sh mounts /host).
     [ "$SHARE" = 1 ] && CMD+=(
@@ -393,6 +399,27 @@ s.close()
 EOF
 }
 
+# One line to node $1's ttyS1 (the link-cut stage's serial port), until
+# the guest's tty echoes it: QEMU drops what it has not read yet when the
+# connection closes.
+tell() {
+    python3 - "$RUN/ctl$1.sock" "$2" <<'EOF'
+import socket, sys
+line = (sys.argv[2] + "\n").encode()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(60)
+s.sendall(line)
+echo = b""
+while line not in echo:
+    data = s.recv(4096)
+    if not data:
+        sys.exit("%s: closed before the guest echoed %r" % (sys.argv[1], sys.argv[2]))
+    echo += data
+s.close()
+EOF
+}
+
 # The link-cut stage: wait for both guests to stream, then inject.
 inject_cut() {
     local n waited=0 dev=/machine/peripheral/hca0
@@ -415,6 +442,8 @@ inject_cut() {
     done
     for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 0"; done
     chpp_log "link faults cleared"
+    # The guests wait for this before their traffic after the cut.
+    for n in 1 2; do tell "$n" faults-cleared || true; done
 }
 if [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ]; then
     inject_cut &

@@ -329,6 +329,11 @@ connect_peer() {
 # a verbs client), and new QPs must then move data again.
 if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
     dmesg -c >/dev/null
+    # pair.sh says "faults-cleared" on ttyS1 once it has stopped dropping
+    # frames (open now, so that no byte of it is lost; the echo tells
+    # pair.sh the line arrived).
+    stty -F /dev/ttyS1 raw echo || fail "no ttyS1 for the link-cut stage"
+    exec 3</dev/ttyS1
     load_driver
     insmod "$CHPP_MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
     connect_peer cutinfo
@@ -342,11 +347,15 @@ if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
         *) fail "stream: $SRES" ;;
     esac
     wait_active 60 || fail "port not ACTIVE after the cut: '$(port_state)'"
-    # pair.sh clears the frame drops once both streams have failed: give it
-    # time to see the peer's result line too.
+    # pair.sh clears the frame drops once both streams have failed, then
+    # says so; new QPs before that would only see their frames dropped.
     echo streamed >/www/streamed
     fetch streamed 120 || fail "peer never finished streaming"
-    sleep 3
+    line=
+    while [ "$line" != faults-cleared ]; do
+        read -r -t 120 line <&3 || fail "pair.sh never cleared the link faults"
+    done
+    exec 3<&-
     echo teardown >"$CT/ctl"
     connect_peer reinfo
     echo run >"$CT/ctl"
