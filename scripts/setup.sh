@@ -16,7 +16,7 @@
 #       package (downloaded, not installed) into build/tools/kernel-checkpatch/
 #   (e) build the Wireshark plugin of the link from chpp-wire.h into
 #       build/wireshark/chpp.lua (docs/capture.md; a second of C compiling)
-#   (f) the second guest kernel: Linux 6.12 from bookworm-backports (image
+#   (f) the default guest kernel: Linux 6.12 from bookworm-backports (image
 #       and headers), beside Debian 12's 6.1 (docs/guest-driver.md)
 #   (g) rdma-core 56.1's source from trixie (deb-src only), unpacked into
 #       build/src/rdma-core-56.1/ for the in-tree provider build

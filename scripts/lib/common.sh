@@ -47,7 +47,7 @@ chpp_as_root() {
 # The guests boot one of the supported kernels (docs/guest-driver.md): Debian
 # 12's 6.1 and bookworm-backports' 6.12, both installed by scripts/setup.sh.
 # The default when neither --kernel nor CHPP_KERNEL names one:
-CHPP_DEFAULT_KERNEL=6.1
+CHPP_DEFAULT_KERNEL=6.12
 
 # chpp_guest_kernel [SPEC]: sets CHPP_KERNEL (the image) and CHPP_KVER (its
 # release, the /lib/modules/ directory of its modules and headers). SPEC is
