@@ -837,6 +837,57 @@ static void test_hostile_nodes(void)
 }
 
 /*
+ * The meeting's NEW sent twice (both sides answer each other's broadcasts,
+ * so a second NEW can come before the answer to the first arrives): the
+ * state it made is fresh, so the repeat is only acknowledged, and the pair
+ * stays up.  Once a frame has been exchanged, the same NEW says the node
+ * dropped what it had of us: the pair starts afresh (a link down).
+ */
+static void test_repeated_new(void)
+{
+    Fab f[1];
+    Rogue r;
+    uint32_t epoch, downs;
+    uint64_t unmet;
+
+    new_segment();
+    fab_start(&f[0], 1);
+    rogue_open(&r, 9);
+    epoch = rogue_learn_epoch(&r, 1);
+    rogue_hello(&r, 9, 9, CHPP_LINK_VERSION_MAJOR, r.epoch,
+                CHPP_LINK_HELLO_F_NEW, 1, epoch);
+    wait_peer(&f[0], 9, true);
+    downs = chpp_counter(f[0].n.d, CHPP_CNT_LINK_DOWNS);
+
+    /* The same NEW again, then a made-up node's HELLO to know it was read. */
+    unmet = link_u64(&f[0], "hello-unmet");
+    rogue_hello(&r, 9, 9, CHPP_LINK_VERSION_MAJOR, r.epoch,
+                CHPP_LINK_HELLO_F_NEW, 1, epoch);
+    rogue_hello(&r, 50, 50, CHPP_LINK_VERSION_MAJOR, 0x50, 0, 0xffff, 0);
+    wait_link_u64(&f[0], "hello-unmet", unmet + 1);
+    g_assert_cmpuint(chpp_counter(f[0].n.d, CHPP_CNT_LINK_DOWNS), ==, downs);
+    g_assert_cmpint(peer_u64(&f[0], 9, "up"), ==, 1);
+
+    /* One frame received on the pair: now the NEW drops it and remakes it. */
+    rogue_frame(&r, 9, 9, 1, 0, 8);
+    {
+        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+        while (peer_u64(&f[0], 9, "rx-frames") < 1) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(2000);
+        }
+    }
+    rogue_hello(&r, 9, 9, CHPP_LINK_VERSION_MAJOR, r.epoch,
+                CHPP_LINK_HELLO_F_NEW, 1, epoch);
+    wait_counter(&f[0], CHPP_CNT_LINK_DOWNS, downs + 1);
+    wait_peer(&f[0], 9, true);
+    g_assert_cmpint(peer_u64(&f[0], 9, "rx-frames"), ==, 0);
+    rogue_close(&r);
+    fab_stop(f, 1);
+}
+
+/*
  * A node sending beyond the credits it was granted (docs/fabric.md,
  * "Memory bounds").  It grants none itself and repeats an RC WRITE that
  * asks for an ACK: the answers wait for its credits, and at
@@ -1147,6 +1198,7 @@ int main(int argc, char **argv)
                    test_lost_grant_probe);
     qtest_add_func("/chpp-hca/fabric/hostile", test_hostile);
     qtest_add_func("/chpp-hca/fabric/hostile-nodes", test_hostile_nodes);
+    qtest_add_func("/chpp-hca/fabric/repeated-new", test_repeated_new);
     qtest_add_func("/chpp-hca/fabric/hostile-credits", test_hostile_credits);
     qtest_add_func("/chpp-hca/fabric/one-way-loss", test_one_way_loss);
     qtest_add_func("/chpp-hca/fabric/vcs-dest-mod", test_vcs_dest_mod);
