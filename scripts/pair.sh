@@ -257,9 +257,13 @@ if [ "$NESTED" = 1 ]; then
         mkdir -p "$ROOT$(dirname "$lib")"
         cp -L "$lib" "$ROOT$lib"
     done
-    FW="$CHPP_QEMU_BUILD/qemu-bundle/usr/local/share/qemu"
+    # From the build tree's firmware links, or Debian's (a stock QEMU).
     for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin; do
-        cp -L "$FW/$f" "$ROOT/nested/fw/$f"
+        for dir in "$CHPP_QEMU_BUILD/qemu-bundle/usr/local/share/qemu" \
+                   /usr/share/seabios /usr/share/qemu; do
+            [ ! -e "$dir/$f" ] || { cp -L "$dir/$f" "$ROOT/nested/fw/$f"; break; }
+        done
+        [ -e "$ROOT/nested/fw/$f" ] || chpp_die "firmware missing: $f"
     done
     cp "$KERNEL" "$ROOT/nested/vmlinuz"
     # The nested guest's initramfs: scripts/guest/nested-init.sh as /init,

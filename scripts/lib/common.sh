@@ -10,6 +10,9 @@ CHPP_BUILD="$CHPP_ROOT/build"
 CHPP_QEMU_SRC="$CHPP_BUILD/src/qemu-7.2+dfsg"
 CHPP_QEMU_BUILD="$CHPP_BUILD/qemu"
 CHPP_QEMU_BIN="$CHPP_QEMU_BUILD/qemu-system-x86_64"
+# Debian's installed QEMU with the device preloaded, as scripts/build-deb.sh
+# leaves it in the package's tree (run in place; docs/build.md).
+CHPP_STOCK_BIN="$CHPP_BUILD/stock/root/usr/bin/qemu-system-x86_64-chpp"
 # QEMU 10.0 beside it (docs/build.md): upstream 10.0.2 as Debian 12's
 # backports suite ships it, built by scripts/build-qemu.sh --qemu 10.
 CHPP_QEMU10_SRC="$CHPP_BUILD/src/qemu-10.0.2"
