@@ -389,6 +389,8 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "reader-ring-size", s->link.ring_size);
     sv_u64(&sv, "reader-ring-waits",
            s->link.io ? chpp_link_io_ring_waits(s->link.io) : 0);
+    sv_u64(&sv, "poll-reads",
+           s->link.io ? chpp_link_io_pulls(s->link.io) : 0);
     chpp_state_link_vcs(&sv, s);
     sv_u64(&sv, "out-queue-records", s->link.outq ?
            g_queue_get_length(s->link.outq) : 0);

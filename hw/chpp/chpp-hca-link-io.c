@@ -11,10 +11,13 @@
  * half.  Writes stay in the main loop and go straight to the socket.
  *
  * The thread touches only the ring, its indexes and its own descriptors:
- * never device state, never the BQL.  The ring is single producer (the
- * thread writes at tail) and single consumer (the main loop reads at head);
- * bytes between head and tail are never written, so the main loop parses
- * them in place.
+ * never device state, never the BQL.  The ring has one consumer (the BQL
+ * holder reads at head) and two producers: the thread, and a vCPU that
+ * polls the device (chpp_link_io_pull()), which reads the socket itself
+ * rather than wait for the thread to be scheduled.  Each producer's read
+ * and its move of tail happen under rx_lock, so the bytes stay in socket
+ * order; bytes between head and tail are never written, so the consumer
+ * parses them in place.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -32,6 +35,7 @@ struct ChppLinkIo {
     EventNotifier wake;         /* main loop -> thread: stop, or room */
     QemuThread thread;
     QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
+    QemuMutex rx_lock;          /* one producer at a time: recv + tail */
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
     uint32_t head;              /* free-running; written by the main loop */
@@ -40,7 +44,31 @@ struct ChppLinkIo {
     bool wait_room;             /* the thread waits for the ring to drain */
     bool eof;                   /* the thread ended: peer closed, or error */
     uint32_t ring_waits;        /* times the thread found the ring full */
+    uint32_t pulls;             /* reads by a polling vCPU that got bytes */
 };
+
+/*
+ * One non-blocking read into the ring's free space (rx_lock held):
+ * recv()'s result (0: end of stream), or -1 with ENOBUFS if the ring is
+ * full.
+ */
+static ssize_t chpp_link_io_recv(ChppLinkIo *io)
+{
+    uint32_t head = qatomic_load_acquire(&io->head);
+    uint32_t room = io->size - (io->tail - head);
+    uint32_t at = io->tail & (io->size - 1);
+    ssize_t n;
+
+    if (!room) {
+        errno = ENOBUFS;
+        return -1;
+    }
+    n = recv(io->fd, io->ring + at, MIN(room, io->size - at), MSG_DONTWAIT);
+    if (n > 0) {
+        qatomic_store_release(&io->tail, io->tail + n);
+    }
+    return n;
+}
 
 static void *chpp_link_io_thread(void *opaque)
 {
@@ -52,11 +80,9 @@ static void *chpp_link_io_thread(void *opaque)
 
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
-        uint32_t room = io->size - (io->tail - head);
-        uint32_t at = io->tail & (io->size - 1);
         ssize_t n;
 
-        if (!room) {
+        if (qatomic_read(&io->tail) - head == io->size) {
             qatomic_set(&io->ring_waits, io->ring_waits + 1);
             qatomic_set(&io->wait_room, true);
             /* Pairs with the barrier in chpp_link_io_consume(). */
@@ -68,18 +94,18 @@ static void *chpp_link_io_thread(void *opaque)
             qatomic_set(&io->wait_room, false);
             continue;
         }
-        n = recv(io->fd, io->ring + at,
-                 MIN(room, io->size - at), MSG_DONTWAIT);
+        qemu_mutex_lock(&io->rx_lock);
+        n = chpp_link_io_recv(io);
+        qemu_mutex_unlock(&io->rx_lock);
         if (n > 0) {
-            qatomic_store_release(&io->tail, io->tail + n);
             qemu_bh_schedule(io->bh);
             continue;
         }
         if (n == 0) {
             break;              /* the peer closed the connection */
         }
-        if (errno == EINTR) {
-            continue;
+        if (errno == EINTR || errno == ENOBUFS) {
+            continue;           /* ENOBUFS: a vCPU filled the ring */
         }
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             break;
@@ -116,7 +142,9 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
+    qemu_mutex_init(&io->rx_lock);
     if (event_notifier_init(&io->wake, false) < 0) {
+        qemu_mutex_destroy(&io->rx_lock);
         close(fd);
         g_free(io->ring);
         g_free(io);
@@ -137,6 +165,7 @@ void chpp_link_io_stop(ChppLinkIo *io)
     event_notifier_set(&io->wake);
     qemu_thread_join(&io->thread);
     event_notifier_cleanup(&io->wake);
+    qemu_mutex_destroy(&io->rx_lock);
     close(io->fd);
     g_free(io->ring);
     g_free(io);
@@ -150,6 +179,32 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
 {
     return qatomic_read(&io->ring_waits);
+}
+
+uint32_t chpp_link_io_pulls(ChppLinkIo *io)
+{
+    return io->pulls;
+}
+
+/*
+ * A vCPU polls the device: read what the socket holds now, unless the
+ * thread is reading (it delivers those bytes itself).  The end of the
+ * stream and errors are left to the thread, which sees them too.
+ */
+uint32_t chpp_link_io_pull(ChppLinkIo *io)
+{
+    ssize_t n;
+
+    if (qemu_mutex_trylock(&io->rx_lock)) {
+        return 0;
+    }
+    n = chpp_link_io_recv(io);
+    qemu_mutex_unlock(&io->rx_lock);
+    if (n <= 0) {
+        return 0;
+    }
+    io->pulls++;
+    return n;
 }
 
 bool chpp_link_io_eof(ChppLinkIo *io)

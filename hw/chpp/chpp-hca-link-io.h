@@ -1,7 +1,7 @@
 /*
  * chpp-hca: the link's socket reader thread and writer
- * (chpp-hca-link-io.c).  Every function but the thread itself runs in the
- * main loop with the BQL held.
+ * (chpp-hca-link-io.c).  Every function but the thread itself runs with
+ * the BQL held (main loop, or a vCPU's MMIO access).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,6 +37,13 @@ void chpp_link_io_stop(ChppLinkIo *io);
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
 /* How often the thread found the ring full and waited for the parser. */
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
+/* Reads by chpp_link_io_pull() that got bytes. */
+uint32_t chpp_link_io_pulls(ChppLinkIo *io);
+/*
+ * Read what the socket holds now into the ring, in the caller's thread (a
+ * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
+ */
+uint32_t chpp_link_io_pull(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */
 bool chpp_link_io_eof(ChppLinkIo *io);
 /*

@@ -277,8 +277,9 @@ static void chpp_link_rx_bh(void *opaque)
 
 /*
  * The doorbell and poll paths (chpp-hca-engine.c) run in a vCPU thread:
- * write what they queued at once, and parse what the reader thread has
- * received, instead of waiting for the main loop's bottom halves.
+ * write what they queued at once, and read and parse what the socket
+ * holds, instead of waiting for the reader thread and the main loop's
+ * bottom halves.
  */
 void chpp_stream_flush_now(ChppHcaState *s)
 {
@@ -291,8 +292,14 @@ void chpp_stream_flush_now(ChppHcaState *s)
 
 void chpp_stream_poll(ChppHcaState *s)
 {
-    if (s->link.io &&
-        chpp_link_io_avail(s->link.io) >= sizeof(struct chpp_link_rec)) {
+    ChppLinkIo *io = s->link.io;
+
+    if (!io) {
+        return;
+    }
+    /* What the socket holds now: the reader thread may not run for a while. */
+    chpp_link_io_pull(io);
+    if (chpp_link_io_avail(io) >= sizeof(struct chpp_link_rec)) {
         chpp_link_rx_bh(s);
     }
 }

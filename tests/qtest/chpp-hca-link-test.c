@@ -129,12 +129,29 @@ static uint64_t node_buf(Node *n, size_t len, uint32_t *key)
  * Wait for a CQE on @n while stepping both virtual clocks (timers of
  * either side may be what moves things) and letting the socket run.
  */
+static bool poll_db_status;
+
+/* Read CHPP_UAR_DB_STATUS as a provider polling an empty CQ does. */
+static void read_db_status(Node *n)
+{
+    qpci_io_readl(n->d->pdev, n->d->bar2,
+                  UAR * CHPP_UAR_PAGE_SIZE + CHPP_UAR_DB_STATUS);
+}
+
 static void poll2(Node *n, Node *other, uint32_t cqn, struct chpp_cqe *cqe)
 {
     int64_t end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
 
     while (!chpp_cqe_valid(n->d, &n->cq[cqn], cqe)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (poll_db_status) {
+            /* Each read also takes what the socket holds, beside the thread. */
+            read_db_status(n);
+            if (other) {
+                read_db_status(other);
+            }
+            continue;
+        }
         qtest_clock_step(n->d->qts, 200000);
         if (other) {
             qtest_clock_step(other->d->qts, 200000);
@@ -752,6 +769,46 @@ static void test_reader_ring_full(void)
     node_props = "";
 }
 
+/*
+ * Software that polls (CHPP_UAR_DB_STATUS reads on both nodes, no clock
+ * steps) makes the device read the socket in the polling thread, beside
+ * the reader thread: 2 MiB PUTs and GETs both ways through a 16 KiB ring,
+ * so that both producers fill it and wrap around its end.  Every byte
+ * arrives in order, nothing is dropped, and both nodes read in the poll.
+ */
+static void test_poll_reads(void)
+{
+    Node a, b;
+    Node *n[2] = { &a, &b };
+    uint32_t len = 2 << 20;
+    int i;
+
+    node_props = ",x-link-ring-size=16384";
+    pair_start(&a, &b, "pollrd");
+    wait_link(&a, &b, true);
+    g_assert(reader_thread(&a) && reader_thread(&b));
+    pair_connect(&a, &b, 0, 14, 3);
+    poll_db_status = true;
+    for (i = 0; i < 2; i++) {
+        Node *x = n[i], *y = n[!i];
+        uint32_t xk, yk;
+        uint64_t xb = node_buf(x, 2 * len, &xk);
+        uint64_t yb = node_buf(y, 2 * len, &yk);
+
+        put_then_get(x, y, xb, xk, yb, yk, len, 50 + i);
+    }
+    poll_db_status = false;
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpuint(link_state_u64(n[i], "poll-reads"), >, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_BAD_RECORDS),
+                         ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_DOWNS), ==, 0);
+    }
+    pair_stop(&a, &b);
+    node_props = "";
+}
+
 /* Without a chardev another node is unreachable. */
 static void test_no_link(void)
 {
@@ -811,6 +868,7 @@ int main(int argc, char **argv)
                    test_migrate_linked_node);
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
     qtest_add_func("/chpp-hca/link/reader-ring-full", test_reader_ring_full);
+    qtest_add_func("/chpp-hca/link/poll-reads", test_poll_reads);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
     qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",
