@@ -380,10 +380,14 @@ for n in "${NODES[@]}"; do
     : >"$LOG-node$n.log"
     "${TO[@]}" "${CMD[@]}" </dev/null >"$LOG-node$n.log" 2>&1 &
     QPID[$n]=$!
-    # Live progress: the guest's result lines, prefixed with the node.
+    # Live progress: the guest's result lines, prefixed with the node and
+    # the seconds since the first guest started (where a run's time goes).
     tail -n +1 -F --pid="${QPID[$n]}" "$LOG-node$n.log" 2>/dev/null |
         grep --line-buffered -aE 'chpp-guest:|chpp-vfio:|chpp-l2:|chpp_test:|chpp-uverbs:|chpp_hca .*(port|interrupt|fw)' |
-        sed -u "s/\r//g; s/^/[node$n] /" &
+        while IFS= read -r line; do
+            printf '[node%s +%ss] %s\n' "$n" \
+                $(( ${EPOCHREALTIME%.*} - ${start%.*} )) "${line//$'\r'/}"
+        done &
     sleep 0.5   # node 1 creates the link socket
 done
 # One HMP command on node $1's monitor.
