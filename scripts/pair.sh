@@ -420,7 +420,10 @@ s.settimeout(60)
 s.sendall(line)
 echo = b""
 while line not in echo:
-    data = s.recv(4096)
+    try:
+        data = s.recv(4096)
+    except socket.timeout:
+        sys.exit("%s: no echo of %r in 60 s" % (sys.argv[1], sys.argv[2]))
     if not data:
         sys.exit("%s: closed before the guest echoed %r" % (sys.argv[1], sys.argv[2]))
     echo += data
@@ -450,8 +453,10 @@ inject_cut() {
     done
     for n in 1 2; do hmp "$n" "qom-set $dev fault-drop-percent 0"; done
     chpp_log "link faults cleared"
-    # The guests wait for this before their traffic after the cut.
-    for n in 1 2; do tell "$n" faults-cleared || true; done
+    # The guests wait for this before their traffic after the cut: both at
+    # once (one waiting for its echo must not hold the other back).
+    for n in 1 2; do tell "$n" faults-cleared & done
+    wait
 }
 if [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ]; then
     inject_cut &
