@@ -330,9 +330,8 @@ connect_peer() {
 if [ "$MODE" = pair ] && [ "$CUT" = 1 ]; then
     dmesg -c >/dev/null
     # pair.sh says "faults-cleared" on ttyS1 once it has stopped dropping
-    # frames (open now, so that no byte of it is lost; the echo tells
-    # pair.sh the line arrived).
-    stty -F /dev/ttyS1 raw echo || fail "no ttyS1 for the link-cut stage"
+    # frames (open now, so that no byte of it is lost).
+    stty -F /dev/ttyS1 raw -echo || fail "no ttyS1 for the link-cut stage"
     exec 3</dev/ttyS1
     load_driver
     insmod "$CHPP_MODDIR/chpp_test.ko" || fail "insmod chpp_test (cut)"
