@@ -93,7 +93,9 @@ case "$VARIANT" in
     asan)
         # -O1 and line tables only: about a quarter less compile time than
         # -O2 -g, and ASan's reports still name files and lines.
-        CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" "--extra-cflags=-O1 -gline-tables-only")
+        # Only the devices the qtests use (scripts/lib/qtest-devices.mak).
+        CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" "--extra-cflags=-O1 -gline-tables-only"
+                        --without-default-devices --with-devices-x86_64=chpp-qtest)
         DEFAULT_TARGETS=(qemu-system-x86_64) ;;
     fuzz)
         CONFIGURE_ARGS=("${SANITIZER_ARGS[@]}" --enable-fuzzing)
@@ -132,6 +134,7 @@ link() {
 join_sources() {
     local f list new
     link hw/chpp hw/chpp
+    link configs/devices/x86_64-softmmu/chpp-qtest.mak scripts/lib/qtest-devices.mak
     if [ -d "$CHPP_ROOT/include/hw/chpp" ]; then
         link include/hw/chpp include/hw/chpp
     fi
@@ -179,6 +182,7 @@ join_sources() {
 unjoin_sources() {
     local f
     for f in "$SRC/hw/chpp" "$SRC/include/hw/chpp" "$SRC"/tests/qtest/chpp-hca* \
+             "$SRC/configs/devices/x86_64-softmmu/chpp-qtest.mak" \
              "$SRC"/tests/qtest/fuzz/chpp*; do
         if [ -L "$f" ]; then rm -f "$f"; fi
     done
