@@ -343,9 +343,13 @@ static void test_migrate_with_work(const char *props, int mig)
     chpp_fill(t.pf[1].n.d, t.pf[1].buf + O_PUT, 8192, 8);
     post(&t.pf[1], CHPP_WQE_PUT, 0x61, O_PUT, 8192, &t.pf[0], O_PUT, false);
 
-    /* Node 1 executed part of the long PUT, and its ACKs are held. */
+    /*
+     * Node 1 executed part of the long PUT, and its ACKs are held.  Node 2
+     * sent its frames before node 1 parsed them: wait for both counts.
+     */
     end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-    while (CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT &&
+    while ((CNT(&t.vf[1], CHPP_CNT_WQES) < INFLIGHT ||
+            CNT(&t.vf[0], CHPP_CNT_PKTS_RX) < 10) &&
            g_get_monotonic_time() < end) {
         /*
          * Timing mode (CHPP_QTEST_PROPS): node 2 takes a doorbell only as
