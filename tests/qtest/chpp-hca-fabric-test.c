@@ -634,6 +634,18 @@ static void wait_link_u64(Fab *f, const char *key, uint64_t want)
     }
 }
 
+/* Wait (bounded) until @f's figure @key of node @node reaches @want. */
+static void wait_peer_u64(Fab *f, uint16_t node, const char *key,
+                          int64_t want)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (peer_u64(f, node, key) < want) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(2000);
+    }
+}
+
 /*
  * Everything a node on the segment can send wrong: each is dropped and
  * counted, none crashes the device, and the real nodes keep working.
@@ -708,14 +720,7 @@ static void test_hostile(void)
     rogue_frame(&r, 9, 9, 1, 1, 8);             /* short: malformed */
     rogue_frame(&r, 9, 9, 1, 1, 8);             /* seq 1 again: late */
     wait_peer(&f[0], 9, true);
-    {
-        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-
-        while (peer_u64(&f[0], 9, "late") < 1) {
-            g_assert_cmpint(g_get_monotonic_time(), <, end);
-            g_usleep(2000);
-        }
-    }
+    wait_peer_u64(&f[0], 9, "late", 1);
     cerr = chpp_counter(f[0].n.d, CHPP_CNT_LINK_CREDIT_ERRORS);
     rogue_frame(&r, 9, 9, 1, 30000, 8);
     wait_counter(&f[0], CHPP_CNT_LINK_CREDIT_ERRORS, cerr + 1);
@@ -870,14 +875,7 @@ static void test_repeated_new(void)
 
     /* One frame received on the pair: now the NEW drops it and remakes it. */
     rogue_frame(&r, 9, 9, 1, 0, 8);
-    {
-        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-
-        while (peer_u64(&f[0], 9, "rx-frames") < 1) {
-            g_assert_cmpint(g_get_monotonic_time(), <, end);
-            g_usleep(2000);
-        }
-    }
+    wait_peer_u64(&f[0], 9, "rx-frames", 1);
     rogue_hello(&r, 9, 9, CHPP_LINK_VERSION_MAJOR, r.epoch,
                 CHPP_LINK_HELLO_F_NEW, 1, epoch);
     wait_counter(&f[0], CHPP_CNT_LINK_DOWNS, downs + 1);

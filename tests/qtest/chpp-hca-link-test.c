@@ -729,34 +729,35 @@ static void test_hostile_peer(void)
 }
 
 /*
- * The reader thread's smallest ring: megabytes both ways fill it again and
- * again, so the thread waits for room (and records wrap around its end);
- * every byte still arrives, nothing is dropped.
+ * 2 MiB PUTs and GETs both ways between @a and @b through the reader
+ * thread's smallest ring (16 KiB; the reads' responses stream the other
+ * way), bytes checked; with @poll, both nodes read CHPP_UAR_DB_STATUS
+ * while they wait.  Nothing may be dropped or refused.  The pair stays up.
  */
-static void test_reader_ring_full(void)
+static void small_ring_traffic(Node *a, Node *b, const char *tag, bool poll,
+                               uint8_t pat)
 {
-    Node a, b;
-    Node *n[2] = { &a, &b };
+    Node *n[2] = { a, b };
     uint32_t len = 2 << 20;
     int i;
 
     node_props = ",x-link-ring-size=16384";
-    pair_start(&a, &b, "ring");
-    wait_link(&a, &b, true);
-    g_assert(reader_thread(&a) && reader_thread(&b));
-    g_assert_cmpuint(link_state_u64(&a, "reader-ring-size"), ==, 16384);
-    pair_connect(&a, &b, 0, 14, 3);
+    pair_start(a, b, tag);
+    node_props = "";
+    wait_link(a, b, true);
+    g_assert(reader_thread(a) && reader_thread(b));
+    g_assert_cmpuint(link_state_u64(a, "reader-ring-size"), ==, 16384);
+    pair_connect(a, b, 0, 14, 3);
+    poll_db_status = poll;
     for (i = 0; i < 2; i++) {
         Node *x = n[i], *y = n[!i];
         uint32_t xk, yk;
         uint64_t xb = node_buf(x, 2 * len, &xk);
         uint64_t yb = node_buf(y, 2 * len, &yk);
 
-        /* The reads' responses stream the other way. */
-        put_then_get(x, y, xb, xk, yb, yk, len, 30 + i);
+        put_then_get(x, y, xb, xk, yb, yk, len, pat + i);
     }
-    g_assert_cmpuint(link_state_u64(&a, "reader-ring-waits"), >, 0);
-    g_assert_cmpuint(link_state_u64(&b, "reader-ring-waits"), >, 0);
+    poll_db_status = false;
     for (i = 0; i < 2; i++) {
         g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
         g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_CREDIT_ERRORS),
@@ -765,54 +766,46 @@ static void test_reader_ring_full(void)
                          ==, 0);
         g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_DOWNS), ==, 0);
     }
+}
+
+/*
+ * The reader thread's smallest ring: megabytes both ways fill it again and
+ * again, so the thread waits for room (and records wrap around its end);
+ * every byte still arrives, nothing is dropped.
+ */
+static void test_reader_ring_full(void)
+{
+    Node a, b;
+
+    small_ring_traffic(&a, &b, "ring", false, 30);
+    g_assert_cmpuint(link_state_u64(&a, "reader-ring-waits"), >, 0);
+    g_assert_cmpuint(link_state_u64(&b, "reader-ring-waits"), >, 0);
     pair_stop(&a, &b);
-    node_props = "";
 }
 
 /*
  * Software that polls (CHPP_UAR_DB_STATUS reads on both nodes, no clock
  * steps) makes the device read the socket in the polling thread, beside
- * the reader thread: 2 MiB PUTs and GETs both ways through a 16 KiB ring,
- * so that both producers fill it and wrap around its end.  Every byte
- * arrives in order, nothing is dropped, and both nodes read in the poll
- * (in timing mode, where the engine keeps its clock, they do not).
+ * the reader thread: both producers fill the small ring and wrap around
+ * its end.  Every byte arrives in order, nothing is dropped, and both
+ * nodes read in the poll (in timing mode, where the engine keeps its
+ * clock, they do not).
  */
 static void test_poll_reads(void)
 {
     Node a, b;
     Node *n[2] = { &a, &b };
-    uint32_t len = 2 << 20;
     int i;
 
-    node_props = ",x-link-ring-size=16384";
-    pair_start(&a, &b, "pollrd");
-    wait_link(&a, &b, true);
-    g_assert(reader_thread(&a) && reader_thread(&b));
-    pair_connect(&a, &b, 0, 14, 3);
-    poll_db_status = true;
+    small_ring_traffic(&a, &b, "pollrd", true, 50);
     for (i = 0; i < 2; i++) {
-        Node *x = n[i], *y = n[!i];
-        uint32_t xk, yk;
-        uint64_t xb = node_buf(x, 2 * len, &xk);
-        uint64_t yb = node_buf(y, 2 * len, &yk);
-
-        put_then_get(x, y, xb, xk, yb, yk, len, 50 + i);
-    }
-    poll_db_status = false;
-    for (i = 0; i < 2; i++) {
-        /* Timing mode: the engine runs on its clock, a poll reads nothing. */
         if (chpp_timing_on()) {
             g_assert_cmpuint(link_state_u64(n[i], "poll-reads"), ==, 0);
         } else {
             g_assert_cmpuint(link_state_u64(n[i], "poll-reads"), >, 0);
         }
-        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
-        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_BAD_RECORDS),
-                         ==, 0);
-        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_DOWNS), ==, 0);
     }
     pair_stop(&a, &b);
-    node_props = "";
 }
 
 /* Without a chardev another node is unreachable. */
