@@ -15,7 +15,10 @@
 #   --shell N         keep guest N interactive on this terminal after the test
 #                     (the other guest's console goes to its log only)
 #   --notest          only load the driver (with --shell: a guest to play in)
-#   --trace           trace the devices: build/guest/pair-nodeN.trace
+#   --trace           trace the devices: build/guest/pair-nodeN.trace, each
+#                     line with the thread id and the time in microseconds
+#   --trace-events P  with --trace: only the events matching P (a -trace
+#                     pattern, e.g. 'chpp_hca_link_*'; default chpp_hca_*)
 #   --gdb N           guest N starts stopped and waits for gdb on tcp::1234
 #                     (kernel debugging; scripts/gdb-guest.sh does it all)
 #   --gdb-addr A      where --gdb listens: a QEMU -gdb address
@@ -85,7 +88,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 . "$CHPP_ROOT/scripts/lib/initramfs.sh"
 
-SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
+SINGLE=0 CUT=0 LOOPS=2 SHELL_NODE=0 NOTEST=0 TRACE=0 TRACE_EVENTS='chpp_hca_*' GDB_NODE=0 GDB_ADDR=tcp::1234 TIMEOUT=300
 IOMMU=0 VFIO=0 NESTED=0 TIMING=0 ICOUNT="" SMP=1 MPI=0
 FABRIC=0 NNODES=4 STAGE=verbs LINK=netdev
 QEMU="$CHPP_QEMU_BIN" KARGS="" DEVARGS="" KSPEC="" SHARE=0
@@ -106,6 +109,7 @@ while [ $# -gt 0 ]; do
         --shell) SHELL_NODE=$2; shift ;;
         --notest) NOTEST=1 ;;
         --trace) TRACE=1 ;;
+        --trace-events) TRACE=1 TRACE_EVENTS=$2; shift ;;
         --gdb) GDB_NODE=$2; shift ;;
         --gdb-addr) GDB_ADDR=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
@@ -358,7 +362,11 @@ qemu_cmd() {
     [ "$CUT" = 1 ] && [ "$SINGLE" = 0 ] &&
         CMD+=(-chardev "socket,id=hostctl,path=$RUN/ctl$n.sock,server=on,wait=off"
               -serial stdio -serial chardev:hostctl)
-    [ "$TRACE" = 1 ] && CMD+=(-trace 'chpp_hca_*' -D "$LOG-node$n.trace")
+    [ "$TRACE" = 1 ] && CMD+=(-msg timestamp=on -D "$LOG-node$n.trace")
+    IFS=, read -ra pats <<<"$TRACE_EVENTS"
+    for p in "${pats[@]}"; do
+        [ "$TRACE" = 1 ] && CMD+=(-trace "$p")
+    done
     # The checkout, read-only, as 9p tag "chpp" (pair-init.sh mounts /host).
     [ "$SHARE" = 1 ] && CMD+=(
         -fsdev "local,id=chpp,path=$CHPP_ROOT,security_model=none,readonly=on"

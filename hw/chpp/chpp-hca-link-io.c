@@ -29,6 +29,7 @@
 #include "qemu/sockets.h"
 #include "chardev/char-socket.h"
 #include "chpp-hca-link-io.h"
+#include "trace.h"
 
 struct ChppLinkIo {
     int fd;                     /* our duplicate of the connected socket */
@@ -45,6 +46,11 @@ struct ChppLinkIo {
     bool eof;                   /* the thread ended: peer closed, or error */
     uint32_t ring_waits;        /* times the thread found the ring full */
     uint32_t pulls;             /* reads by a polling vCPU that got bytes */
+    /* Busy polling (chpp_link_io_polled()): written by the BQL holder. */
+    int64_t last_pull;          /* realtime ns of the last poll */
+    uint32_t streak;            /* polls, each within the idle time */
+    int64_t hold_deadline;      /* held ACKs go by then; 0: none held */
+    int64_t idle_ns;            /* polls further apart end busy polling */
 };
 
 /*
@@ -70,6 +76,30 @@ static ssize_t chpp_link_io_recv(ChppLinkIo *io)
     return n;
 }
 
+bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
+{
+    return qatomic_read(&io->streak) >= CHPP_LINK_POLL_STREAK &&
+           now - qatomic_read(&io->last_pull) < io->idle_ns;
+}
+
+/*
+ * Wait for bytes.  While a vCPU busy-polls, ACKs may be held back for it
+ * (chpp_link_io_hold()): then look every idle time whether they are due,
+ * or the polls stopped, and have the bottom half send them.
+ */
+static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
+{
+    int64_t now = get_clock();
+    int64_t held = qatomic_read(&io->hold_deadline);
+
+    if (held && (now >= held || !chpp_link_io_polled(io, now))) {
+        qemu_bh_schedule(io->bh);
+    }
+    qemu_poll_ns(pfd, 2, held || chpp_link_io_polled(io, now) ?
+                 io->idle_ns : -1);
+    event_notifier_test_and_clear(&io->wake);
+}
+
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
@@ -81,6 +111,7 @@ static void *chpp_link_io_thread(void *opaque)
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
         ssize_t n;
+
 
         if (qatomic_read(&io->tail) - head == io->size) {
             qatomic_set(&io->ring_waits, io->ring_waits + 1);
@@ -98,6 +129,7 @@ static void *chpp_link_io_thread(void *opaque)
         n = chpp_link_io_recv(io);
         qemu_mutex_unlock(&io->rx_lock);
         if (n > 0) {
+            trace_chpp_hca_link_io_read(n, false);
             qemu_bh_schedule(io->bh);
             continue;
         }
@@ -110,15 +142,15 @@ static void *chpp_link_io_thread(void *opaque)
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             break;
         }
-        g_poll(pfd, 2, -1);
-        event_notifier_test_and_clear(&io->wake);
+        chpp_link_io_wait(io, pfd);
     }
     qatomic_store_release(&io->eof, true);
     qemu_bh_schedule(io->bh);
     return NULL;
 }
 
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
+                               uint32_t idle_us)
 {
     SocketChardev *sc;
     ChppLinkIo *io;
@@ -139,6 +171,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size)
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
     io->bh = bh;
+    io->idle_ns = idle_us * SCALE_US;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
@@ -193,18 +226,43 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io)
  */
 uint32_t chpp_link_io_pull(ChppLinkIo *io)
 {
+    int64_t now = get_clock();
     ssize_t n;
 
+    /* Polls close together make a streak: software busy-polls. */
+    if (now - io->last_pull < io->idle_ns) {
+        qatomic_set(&io->streak, MIN(io->streak + 1, CHPP_LINK_POLL_STREAK));
+    } else {
+        qatomic_set(&io->streak, 1);
+    }
+    qatomic_set(&io->last_pull, now);
     if (qemu_mutex_trylock(&io->rx_lock)) {
         return 0;
     }
     n = chpp_link_io_recv(io);
     qemu_mutex_unlock(&io->rx_lock);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != EINTR && errno != ENOBUFS)) {
+        /* End of stream or an error: the thread must see it, now. */
+        qatomic_set(&io->streak, 0);
+        event_notifier_set(&io->wake);
+    }
     if (n <= 0) {
         return 0;
     }
+    trace_chpp_hca_link_io_read(n, true);
     io->pulls++;
     return n;
+}
+
+void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline)
+{
+    qatomic_set(&io->hold_deadline, deadline);
+}
+
+int64_t chpp_link_io_held(ChppLinkIo *io)
+{
+    return io->hold_deadline;
 }
 
 bool chpp_link_io_eof(ChppLinkIo *io)

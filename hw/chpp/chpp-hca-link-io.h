@@ -23,13 +23,22 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_RING_MAX      (64u << 20)
 
 /*
+ * A vCPU busy-polls the adapter (chpp_link_io_polled()) after this many
+ * polls, each within the idle time of the one before; a provider that
+ * polls once before it sleeps on its completion channel does not.
+ */
+#define CHPP_LINK_POLL_STREAK   16
+#define CHPP_LINK_POLL_IDLE_US  500     /* property x-link-poll-idle-us */
+
+/*
  * For a connected plain socket chardev: duplicate its socket and start the
  * reader thread, which schedules @bh whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
  * The thread reads ahead of the parser into a ring of @ring_size bytes (a
  * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
  */
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size);
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
+                               uint32_t idle_us);
 /* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
 
@@ -44,6 +53,9 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io);
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
  */
 uint32_t chpp_link_io_pull(ChppLinkIo *io);
+bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
+void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
+int64_t chpp_link_io_held(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */
 bool chpp_link_io_eof(ChppLinkIo *io);
 /*

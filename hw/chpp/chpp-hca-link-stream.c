@@ -91,9 +91,19 @@ void chpp_stream_flush(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
+    if (l->io && chpp_link_io_held(l->io)) {
+        /* Held ACKs go now: along with a request, or alone (too late). */
+        if (!l->out_urgent) {
+            l->acks_timed_out++;
+            trace_chpp_hca_link_ack_timeout(l->out_bytes);
+        }
+        chpp_link_io_hold(l->io, 0);
+    }
     while (!g_queue_is_empty(l->outq)) {
+        uint64_t queued = l->out_bytes;
         ssize_t n = chpp_link_write(l);
 
+        trace_chpp_hca_link_tx_write(n, queued);
         if (n < 0 && l->io) {
             /* The reader thread sees the socket fail and cuts the link. */
             chpp_link_out_drop(l);
@@ -106,6 +116,7 @@ void chpp_stream_flush(ChppHcaState *s)
         l->ops->room(s);
     }
     if (g_queue_is_empty(l->outq)) {
+        l->out_urgent = false;
         return;
     }
     if (l->io && !l->fd_watch) {
@@ -146,12 +157,59 @@ static void chpp_link_tx_bh(void *opaque)
     }
 }
 
+/*
+ * Only ACKs and credits are waiting, and software busy-polls this adapter:
+ * hold them for a while.  Software that answers a message with one of its
+ * own (a ping-pong of RDMA WRITEs, whose receiver polls memory, not its
+ * CQ) rings a doorbell meanwhile, and its vCPU writes them together with
+ * the request.  The peer, polling its CQ for the ACK, then reads both at
+ * once and never waits for a thread of its own to wake up.  The polling
+ * vCPU and the reader thread send what is held past its time
+ * (chpp_stream_hold_expired()).  Not in timing mode, whose clock decides
+ * when frames go.
+ */
+static bool chpp_link_hold_acks(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+    int64_t now, deadline;
+
+    if (l->out_urgent || !l->ack_hold_us || !l->io ||
+        chpp_timing_active(s)) {
+        return false;
+    }
+    now = get_clock();
+    deadline = chpp_link_io_held(l->io);
+    if (!deadline) {
+        if (!chpp_link_io_polled(l->io, now)) {
+            return false;
+        }
+        l->acks_held++;
+        trace_chpp_hca_link_ack_hold(l->out_bytes);
+        chpp_link_io_hold(l->io, now + l->ack_hold_us * SCALE_US);
+        return true;
+    }
+    return now < deadline && chpp_link_io_polled(l->io, now);
+}
+
+/* Held ACKs past their time (or nobody polls any more) go alone. */
+static void chpp_stream_hold_expired(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (l->io && chpp_link_io_held(l->io) && !chpp_link_hold_acks(s) &&
+        !l->fd_watch && !l->watch) {
+        chpp_stream_flush(s);
+    }
+}
+
 void chpp_stream_flush_later(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
     if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
         chpp_stream_flush(s);
+    } else if (chpp_link_hold_acks(s)) {
+        return;
     } else if (!l->tx_kicked) {
         /* Scheduling wakes the main loop each time: once per batch. */
         l->tx_kicked = true;
@@ -233,9 +291,8 @@ static void chpp_link_receive(void *opaque, const uint8_t *buf, int size)
  * The reader thread delivered bytes: parse every complete record in the
  * ring, in place (a record wrapping around the ring's end is copied).
  */
-static void chpp_link_rx_bh(void *opaque)
+static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
 {
-    ChppHcaState *s = opaque;
     ChppLink *l = &s->link;
     ChppLinkIo *io = l->io;
     uint32_t gen = l->gen;
@@ -248,6 +305,7 @@ static void chpp_link_rx_bh(void *opaque)
     /* The thread sets EOF after its last bytes: read it first. */
     eof = chpp_link_io_eof(io);
     avail = chpp_link_io_avail(io);
+    trace_chpp_hca_link_rx_parse(avail, vcpu);
     while (avail - off >= sizeof(struct chpp_link_rec)) {
         struct chpp_link_rec rec;
         uint32_t len;
@@ -275,6 +333,12 @@ static void chpp_link_rx_bh(void *opaque)
     }
 }
 
+static void chpp_link_rx_bh(void *opaque)
+{
+    chpp_link_rx_parse(opaque, false);
+    chpp_stream_hold_expired(opaque);
+}
+
 /*
  * The doorbell and poll paths (chpp-hca-engine.c) run in a vCPU thread:
  * write what they queued at once, and read and parse what the socket
@@ -285,7 +349,9 @@ void chpp_stream_flush_now(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
 
-    if (l->tx_kicked && !l->fd_watch && !l->watch) {
+    /* Held ACKs go along with the vCPU's requests, or on their own. */
+    if (!g_queue_is_empty(l->outq) && !l->fd_watch && !l->watch &&
+        !chpp_link_hold_acks(s)) {
         chpp_stream_flush(s);
     }
 }
@@ -300,7 +366,7 @@ void chpp_stream_poll(ChppHcaState *s)
     /* What the socket holds now: the reader thread may not run for a while. */
     chpp_link_io_pull(io);
     if (chpp_link_io_avail(io) >= sizeof(struct chpp_link_rec)) {
-        chpp_link_rx_bh(s);
+        chpp_link_rx_parse(s, true);
     }
 }
 
@@ -330,7 +396,7 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
                 qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size);
+                s->link.ring_size, s->link.poll_idle_us);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
                                   "opened, chardev reads");
@@ -347,8 +413,9 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
 }
 
 
-void chpp_stream_push(ChppHcaState *s, GByteArray *buf)
+void chpp_stream_push(ChppHcaState *s, GByteArray *buf, bool may_wait)
 {
+    s->link.out_urgent |= !may_wait;
     g_queue_push_tail(s->link.outq, buf);
     s->link.out_bytes += buf->len - CHPP_ETH_HDR_SIZE;
 }
@@ -358,6 +425,10 @@ void chpp_stream_drop(ChppHcaState *s)
     ChppLink *l = &s->link;
 
     chpp_link_out_drop(l);
+    l->out_urgent = false;
+    if (l->io) {
+        chpp_link_io_hold(l->io, 0);
+    }
     if (l->watch) {
         g_source_remove(l->watch);
         l->watch = 0;

@@ -25,7 +25,7 @@ typedef struct ChppStreamOps {
 void chpp_stream_realize(ChppHcaState *s, const ChppStreamOps *ops);
 void chpp_stream_unrealize(ChppHcaState *s);
 /* Queue a record: @buf from offset CHPP_ETH_HDR_SIZE on (header, body). */
-void chpp_stream_push(ChppHcaState *s, GByteArray *buf);
+void chpp_stream_push(ChppHcaState *s, GByteArray *buf, bool may_wait);
 /* Write what can be written now, or when the transport has room. */
 void chpp_stream_flush(ChppHcaState *s);
 /* Records were added: write them with the rest of this batch. */

@@ -130,7 +130,11 @@ void chpp_link_out(ChppHcaState *s, uint32_t to, uint8_t type,
     chpp_capture_record(l->cap, &rec, buf->data + CHPP_LINK_HEADROOM,
                         buf->len - CHPP_LINK_HEADROOM, s->params.node_id,
                         l->peers[0].node);
-    chpp_stream_push(s, buf);
+    /* Plain ACKs and credits may wait for the next request (link.md). */
+    chpp_stream_push(s, buf, type == CHPP_LINK_CREDIT ||
+                     (type == CHPP_LINK_FRAME &&
+                      chpp_frame_u8(buf, offsetof(struct chpp_wire_ext, op)) ==
+                      CHPP_OP_ACK));
 }
 
 static void chpp_link_put(ChppHcaState *s, uint32_t to, uint8_t type,

@@ -160,6 +160,10 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
            chpp_check_range("sriov-max-vfs", p->sriov_max_vfs, 0,
                             CHPP_MAX_VFS, errp) &&
            chpp_check_ring_size(s->link.ring_size, errp) &&
+           chpp_check_range("link-ack-hold-us", s->link.ack_hold_us, 0,
+                            CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
+           chpp_check_range("x-link-poll-idle-us", s->link.poll_idle_us, 1,
+                            CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
            chpp_check_vcs(p->data_vcs, errp) &&
            chpp_check_timing(&p->timing, errp);
 }
@@ -454,11 +458,15 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
                        CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
+    DEFINE_PROP_UINT32("link-ack-hold-us", ChppHcaState, link.ack_hold_us,
+                       CHPP_LINK_ACK_HOLD_US),
     DEFINE_PROP_STRING("capture", ChppHcaState, link.capture_path),
     DEFINE_PROP_SIZE("capture-max", ChppHcaState, link.capture_max,
                      CHPP_CAPTURE_MAX_DEFAULT),
     DEFINE_PROP_UINT32("x-link-ring-size", ChppHcaState, link.ring_size,
                        CHPP_LINK_RING_DEFAULT),
+    DEFINE_PROP_UINT32("x-link-poll-idle-us", ChppHcaState, link.poll_idle_us,
+                       CHPP_LINK_POLL_IDLE_US),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -565,6 +573,10 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "link-thread", "read a plain socket link in a "
                        "thread, in large chunks (off: through the chardev, "
                        "4 KiB at a time)");
+    chpp_hca_prop_desc(oc, "link-ack-hold-us", "socket link: plain ACKs and "
+                       "credits wait up to this long for a request to go "
+                       "with, us (0..%u; 0: sent at once)",
+                       CHPP_LINK_ACK_HOLD_MAX_US);
     chpp_hca_prop_desc(oc, "capture", "pcap file of every record sent and "
                        "received on the chardev link, framed as the "
                        "Ethernet link frames them (docs/capture.md)");
@@ -573,6 +585,10 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
     chpp_hca_prop_desc(oc, "x-link-ring-size", "bytes the link's reader "
                        "thread reads ahead (power of two, %s..%s; for tests)",
                        ring_min, ring_max);
+    chpp_hca_prop_desc(oc, "x-link-poll-idle-us", "socket link: polls of "
+                       "CHPP_UAR_DB_STATUS further apart than this end busy "
+                       "polling, us (1..%u; for tests)",
+                       CHPP_LINK_ACK_HOLD_MAX_US);
     chpp_hca_prop_desc(oc, "num-qps", "queue pairs (1..%u; the FPGA has 4)",
                        CHPP_MAX_QPS);
     chpp_hca_prop_desc(oc, "num-cqs", "completion queues (1..%u)",

@@ -385,6 +385,13 @@ typedef struct ChppFabricStats {
 } ChppFabricStats;
 
 /*
+ * A byte-stream link holds plain ACKs and credits up to this long for a
+ * request to take them along (property link-ack-hold-us, docs/link.md).
+ */
+#define CHPP_LINK_ACK_HOLD_US   50
+#define CHPP_LINK_ACK_HOLD_MAX_US 1000000      /* tests hold long */
+
+/*
  * Link to other adapters (chpp-hca-link.c): over a chardev byte stream to
  * one peer, or over a QEMU netdev (chpp-hca-link-eth.c) to a segment.
  */
@@ -415,6 +422,11 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    bool out_urgent;            /* outq holds more than ACKs and credits */
+    uint32_t ack_hold_us;       /* property link-ack-hold-us */
+    uint32_t poll_idle_us;      /* property x-link-poll-idle-us */
+    uint64_t acks_held;         /* batches of ACKs held back */
+    uint64_t acks_timed_out;    /* ... that the timer had to write */
     const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */

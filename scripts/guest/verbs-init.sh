@@ -244,9 +244,12 @@ ucx_tools() {
 verbs_bench() {
     dev=$1 iters=$2
     shift 2
+    # chpp.bench_only=T,...: only these tools (bench-verbs.sh --only).
+    only=$(chpp_arg bench_only)
     # Message rate: -n messages per QP, several in flight (perftest's
     # default of 128 posted); MsgRate is the row's 5th column (Mpps).
     for t in write_bw send_bw; do
+        case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
         for q in 1 4; do
             for sz in 2 64; do
                 name="b${dev}$(echo "$t" | tr -d _)s${sz}q$q"
@@ -263,6 +266,7 @@ verbs_bench() {
     done
     # Latency: one message at a time, t_typical the row's 5th column.
     for t in write_lat read_lat send_lat; do
+        case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
         for sz in 2 4096; do
             name="b${dev}$(echo "$t" | tr -d _)s$sz"
             vrun "$name" 300 "ib_$t" -d "$dev" -F -s "$sz" -n 2000 "$@"

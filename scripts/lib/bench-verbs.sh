@@ -15,16 +15,22 @@
 # and RNR NAKs (the requester's hw_counters). Not a test: it fails only if
 # a tool fails.
 #
-#   scripts/lib/bench-verbs.sh [--iters N] [pair.sh options]
+#   scripts/lib/bench-verbs.sh [--iters N] [--only T,...] [pair.sh options]
 #       --iters N   messages per QP in the message-rate runs (default 20000)
+#       --only T,.. only these perftest tools (write_bw, send_bw, write_lat,
+#                   read_lat, send_lat), on both devices: a quicker look
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ITERS=20000
-if [ "${1:-}" = --iters ]; then
-    ITERS=$2
-    shift 2
-fi
+ITERS=20000 ONLY=write_bw,send_bw,write_lat,read_lat,send_lat
+while :; do
+    case "${1:-}" in
+        --iters) ITERS=$2; shift 2 ;;
+        --only) ONLY=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+wanted() { case ",$ONLY," in *",$1,"*) return 0 ;; esac; return 1; }
 # With --qemu (a pair.sh option) the given QEMU is used as it is.
 case " $* " in
     *" --qemu "*) ;;
@@ -36,7 +42,7 @@ RTT="$CHPP_BUILD/bench/chpp-sock-rtt"
 cc -O2 -Wall -Werror -o "$RTT" "$CHPP_ROOT/tests/bench/chpp-sock-rtt.c" ||
     chpp_die "building tests/bench/chpp-sock-rtt.c failed"
 rtt1=$("$RTT" 20000 64)
-"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS" "$@" >&2
+"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.bench_only=$ONLY" "$@" >&2
 rtt2=$("$RTT" 20000 64)
 
 # Node 2 runs the clients; their rows are the figures:
@@ -71,6 +77,7 @@ BL=()
 echo
 printf '%-30s %11s %11s %9s %12s %12s\n' "message rate, Mmsg/s" chpp-hca soft-RoCE chpp/rxe "chpp/MMIO" "rxe/MMIO"
 for t in write_bw send_bw; do
+    wanted $t || continue
     for q in 1 4; do
         for sz in 2 64; do
             a=$(col chpp0 $t $sz $q 5) b=$(col rxe0 $t $sz $q 5)
@@ -86,6 +93,7 @@ echo "(x/MMIO: the time per message over the null MMIO write's; 1 would be one m
 echo
 printf '%-30s %11s %11s %9s %12s %12s\n' "latency, usec typical" chpp-hca soft-RoCE rxe/chpp "chpp/1-way" "rxe/1-way"
 for t in write_lat read_lat send_lat; do
+    wanted $t || continue
     for sz in 2 4096; do
         a=$(col chpp0 $t $sz 1 5) b=$(col rxe0 $t $sz 1 5)
         printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B" "$a" "$b" \

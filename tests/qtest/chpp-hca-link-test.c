@@ -808,6 +808,126 @@ static void test_poll_reads(void)
     pair_stop(&a, &b);
 }
 
+/* @n polls CHPP_UAR_DB_STATUS until @len bytes of @pat are at @addr. */
+static void poll_until_landed(Node *n, uint64_t addr, uint32_t len,
+                              uint8_t pat)
+{
+    int64_t end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    g_autofree uint8_t *want = g_malloc(len);
+    g_autofree uint8_t *got = g_malloc(len);
+
+    memset(want, pat, len);
+    for (;;) {
+        read_db_status(n);
+        qtest_memread(n->d->qts, addr, got, len);
+        if (!memcmp(got, want, len)) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+    }
+}
+
+/* @n's send CQ stays empty for @ms milliseconds (its main loop runs). */
+static void no_cqe_for(Node *n, unsigned ms)
+{
+    struct chpp_cqe cqe;
+
+    g_usleep(ms * 1000);
+    g_assert_false(chpp_cqe_valid(n->d, &n->cq[SCQ], &cqe));
+}
+
+/*
+ * ACK hold (docs/link.md, "ACKs wait for a request"): while B busy-polls,
+ * the ACK of A's PUT waits for B's own request and goes with it; held past
+ * link-ack-hold-us it goes alone when B polls, or when B stops polling
+ * (the reader thread looks every x-link-poll-idle-us).  A never polls:
+ * its ACKs are never held.  The hold and the idle time are long here
+ * (1 s, 300 ms) so that qtest's slow polls count as busy polling.
+ */
+static void test_ack_hold(void)
+{
+    Node a, b;
+    uint64_t ab, bb, t0;
+    uint32_t ak, bk;
+    int i;
+
+    node_props = ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000";
+    pair_start(&a, &b, "ackhold");
+    node_props = "";
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 20, 3);     /* ACK timeout 4 s: above the hold */
+    ab = node_buf(&a, 4096, &ak);
+    bb = node_buf(&b, 4096, &bk);
+    if (chpp_timing_on()) {
+        /* The timing model's clock sends frames: nothing is held. */
+        for (i = 0; i < 32; i++) {
+            read_db_status(&b);
+        }
+        chpp_fill(a.d, ab, 64, 1);
+        put(&a, &b, ab, ak, bb, bk, 64, 1);
+        expect2(&a, &b, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+        g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 0);
+        pair_stop(&a, &b);
+        return;
+    }
+
+    /* 1. The ACK goes with B's request. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);             /* B busy-polls */
+    }
+    qtest_memset(a.d->qts, ab, 0x61, 64);
+    put(&a, &b, ab, ak, bb, bk, 64, 1);
+    poll_until_landed(&b, bb, 64, 0x61);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 1);
+    no_cqe_for(&a, 100);                /* A's ACK did not come */
+    qtest_memset(b.d->qts, bb + 64, 0x62, 64);
+    put(&b, &a, bb + 64, bk, ab + 64, ak, 64, 2);
+    expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    expect2(&b, NULL, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    poll_until_landed(&a, ab + 64, 64, 0x62);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 0);
+
+    /* 2. Held past its time, the ACK goes at B's next poll. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);
+    }
+    qtest_memset(a.d->qts, ab + 128, 0x63, 64);
+    put(&a, &b, ab + 128, ak, bb + 128, bk, 64, 3);
+    poll_until_landed(&b, bb + 128, 64, 0x63);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 2);
+    while (!chpp_cqe_valid(a.d, &a.cq[SCQ], &(struct chpp_cqe){ 0 })) {
+        read_db_status(&b);
+        g_usleep(1000);
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, 20 * G_USEC_PER_SEC);
+    }
+    g_assert_cmpint(g_get_monotonic_time() - t0, >=, 900 * 1000);
+    expect2(&a, NULL, SCQ, 3, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 1);
+
+    /* 3. B stops polling: the reader thread sends it. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);
+    }
+    qtest_memset(a.d->qts, ab + 192, 0x64, 64);
+    put(&a, &b, ab + 192, ak, bb + 192, bk, 64, 4);
+    poll_until_landed(&b, bb + 192, 64, 0x64);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 3);
+    expect2(&a, NULL, SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 2);
+
+    g_assert_cmpuint(link_state_u64(&a, "acks-held"), ==, 0);
+    for (i = 0; i < 2; i++) {
+        Node *n = i ? &b : &a;
+
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_LINK_DOWNS), ==, 0);
+        /* Every ACK came before A's timeout: no request went twice. */
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
+    }
+    pair_stop(&a, &b);
+}
+
 /* Without a chardev another node is unreachable. */
 static void test_no_link(void)
 {
@@ -868,6 +988,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/no-link", test_no_link);
     qtest_add_func("/chpp-hca/link/reader-ring-full", test_reader_ring_full);
     qtest_add_func("/chpp-hca/link/poll-reads", test_poll_reads);
+    qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
     qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",
