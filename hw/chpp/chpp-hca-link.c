@@ -283,12 +283,14 @@ static bool chpp_link_wire_drop(ChppHcaState *s);
 static void chpp_link_move(ChppHcaState *s)
 {
     ChppLink *l = &s->link;
+    /* A byte stream has one peer: this runs for every frame sent. */
+    unsigned npeers = l->eth ? CHPP_LINK_PEERS_MAX : 1;
     unsigned vc, i;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *frame;
 
-        for (i = 0; i < CHPP_LINK_PEERS_MAX; i++) {
+        for (i = 0; i < npeers; i++) {
             chpp_link_give_credits(s, &l->peers[i], vc, false);
         }
         while ((frame = g_queue_peek_head(l->backlog[vc]))) {
