@@ -51,6 +51,7 @@ struct ChppLinkIo {
     uint32_t streak;            /* polls, each within the idle time */
     int64_t hold_deadline;      /* held ACKs go by then; 0: none held */
     int64_t idle_ns;            /* polls further apart end busy polling */
+    bool asleep;                /* the thread waits without a timeout */
 };
 
 /*
@@ -91,12 +92,19 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
 {
     int64_t now = get_clock();
     int64_t held = qatomic_read(&io->hold_deadline);
+    bool timed = held || chpp_link_io_polled(io, now);
 
     if (held && (now >= held || !chpp_link_io_polled(io, now))) {
         qemu_bh_schedule(io->bh);
     }
-    qemu_poll_ns(pfd, 2, held || chpp_link_io_polled(io, now) ?
-                 io->idle_ns : -1);
+    if (!timed) {
+        qatomic_set(&io->asleep, true);
+        /* Pairs with the barrier in chpp_link_io_hold(). */
+        smp_mb();
+        timed = qatomic_read(&io->hold_deadline);
+    }
+    qemu_poll_ns(pfd, 2, timed ? io->idle_ns : -1);
+    qatomic_set(&io->asleep, false);
     event_notifier_test_and_clear(&io->wake);
 }
 
@@ -111,7 +119,6 @@ static void *chpp_link_io_thread(void *opaque)
     while (!qatomic_read(&io->stop)) {
         uint32_t head = qatomic_load_acquire(&io->head);
         ssize_t n;
-
 
         if (qatomic_read(&io->tail) - head == io->size) {
             qatomic_set(&io->ring_waits, io->ring_waits + 1);
@@ -255,9 +262,20 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
     return n;
 }
 
+/*
+ * ACKs are held until @deadline (0: none).  A thread asleep without a
+ * timeout (it went to sleep before the polls began) must wake to watch it.
+ */
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline)
 {
     qatomic_set(&io->hold_deadline, deadline);
+    if (deadline) {
+        /* Pairs with the barrier in chpp_link_io_wait(). */
+        smp_mb();
+        if (qatomic_read(&io->asleep)) {
+            event_notifier_set(&io->wake);
+        }
+    }
 }
 
 int64_t chpp_link_io_held(ChppLinkIo *io)

@@ -727,6 +727,7 @@ int main(int argc, char **argv)
 {
     const char *root = getenv("CHPP_SOURCE_ROOT");
     g_autofree char *gen = NULL;
+    g_autofree char *out = NULL;       /* not TAP: kept off stdout */
     g_autofree char *err = NULL;
     int ret, status;
 
@@ -738,7 +739,7 @@ int main(int argc, char **argv)
     plugin = g_strdup_printf("%s/chpp.lua", tmpdir);
     gen = g_strdup_printf("python3 %s/scripts/wireshark/chpp-lua.py --out %s",
                           root, plugin);
-    g_assert(g_spawn_command_line_sync(gen, NULL, &err, &status, NULL));
+    g_assert(g_spawn_command_line_sync(gen, &out, &err, &status, NULL));
     if (!WIFEXITED(status) || WEXITSTATUS(status)) {
         g_printerr("%s", err);
         g_assert_not_reached();
