@@ -52,6 +52,7 @@ struct ChppLinkIo {
     int64_t hold_deadline;      /* held ACKs go by then; 0: none held */
     int64_t idle_ns;            /* polls further apart end busy polling */
     bool asleep;                /* the thread waits without a timeout */
+    bool joined;                /* the thread ended: chpp_link_io_drain() */
 };
 
 /*
@@ -195,15 +196,36 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     return io;
 }
 
+static void chpp_link_io_join(ChppLinkIo *io)
+{
+    if (!io->joined) {
+        qatomic_set(&io->stop, true);
+        event_notifier_set(&io->wake);
+        qemu_thread_join(&io->thread);
+        io->joined = true;
+    }
+}
+
+/*
+ * The connection closed: end the thread, then read into the ring what the
+ * socket still holds, the peer's last records (a HELLO, a REFUSE), which
+ * the thread may not have read before the chardev saw the hang-up.
+ */
+void chpp_link_io_drain(ChppLinkIo *io)
+{
+    chpp_link_io_join(io);
+    while (chpp_link_io_recv(io) > 0) {
+        /* up to the ring's room; the rest is lost with the connection */
+    }
+}
+
 void chpp_link_io_stop(ChppLinkIo *io)
 {
     if (!io) {
         return;
     }
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
-    qatomic_set(&io->stop, true);
-    event_notifier_set(&io->wake);
-    qemu_thread_join(&io->thread);
+    chpp_link_io_join(io);
     event_notifier_cleanup(&io->wake);
     qemu_mutex_destroy(&io->rx_lock);
     close(io->fd);

@@ -41,6 +41,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
                                uint32_t idle_us);
 /* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
+void chpp_link_io_drain(ChppLinkIo *io);
 
 /* Bytes received and not yet consumed. */
 uint32_t chpp_link_io_avail(ChppLinkIo *io);

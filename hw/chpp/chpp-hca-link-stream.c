@@ -217,12 +217,24 @@ void chpp_stream_flush_later(ChppHcaState *s)
     }
 }
 
+/* This side ends the connection: what is left unread is not wanted. */
+void chpp_stream_disconnect(ChppHcaState *s)
+{
+    /* Already closed: the chardev holds its write lock while it tells us. */
+    if (s->link.closing) {
+        return;
+    }
+    s->link.cutting = true;
+    qemu_chr_fe_disconnect(&s->link.chr);
+    s->link.cutting = false;
+}
+
 void chpp_stream_cut(ChppHcaState *s, const char *why)
 {
     trace_chpp_hca_err_link_cut(why);
     s->link.rx_len = 0;
     s->link.gen++;
-    qemu_chr_fe_disconnect(&s->link.chr);
+    chpp_stream_disconnect(s);
 }
 
 /* Bytes that break the record protocol: there is no way to resync. */
@@ -327,9 +339,9 @@ static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
         off += sizeof(rec) + len;
     }
     chpp_link_io_consume(io, off);
-    if (eof) {
+    if (eof && !l->closing) {
         trace_chpp_hca_link_event("end of stream");
-        qemu_chr_fe_disconnect(&l->chr);
+        chpp_stream_disconnect(s);
     }
 }
 
@@ -374,6 +386,31 @@ void chpp_stream_poll(ChppHcaState *s)
 QEMU_BUILD_BUG_ON(CHPP_LINK_RING_MIN <
                   2 * (sizeof(struct chpp_link_rec) + CHPP_WIRE_FRAME_MAX));
 
+static void chpp_link_last_words_run(void *opaque)
+{
+    chpp_link_rx_parse(opaque, false);
+}
+
+/*
+ * The peer hung up (not this side, chpp_stream_disconnect()): parse what it
+ * sent before (its
+ * HELLO, its REFUSE), which the reader thread's bottom half may not have
+ * reached yet.  Nothing may disconnect the chardev meanwhile (it tells us
+ * holding its write lock); answers written go to the closed socket and fail.
+ */
+static void chpp_link_last_words(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (!l->io || l->cutting) {
+        return;
+    }
+    chpp_link_io_drain(l->io);
+    l->closing = true;
+    chpp_timer_call(s, chpp_link_last_words_run, s);
+    l->closing = false;
+}
+
 /* The connection changed: the reader thread of the old one goes. */
 static void chpp_link_io_detach(ChppHcaState *s)
 {
@@ -404,6 +441,7 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         break;
     case CHR_EVENT_CLOSED:
         trace_chpp_hca_link_event("closed");
+        chpp_link_last_words(s);
         chpp_link_io_detach(s);
         s->link.ops->reset(s, false);
         break;

@@ -34,6 +34,8 @@ void chpp_stream_flush_now(ChppHcaState *s);
 void chpp_stream_poll(ChppHcaState *s);
 /* Forget the records not written and the partial record read. */
 void chpp_stream_drop(ChppHcaState *s);
+/* This side ends the connection (the chardev disconnects). */
+void chpp_stream_disconnect(ChppHcaState *s);
 /* The connection is of no more use: cut it, parse nothing more of it. */
 void chpp_stream_cut(ChppHcaState *s, const char *why);
 /* Bytes that break the record protocol: counted, the connection cut. */

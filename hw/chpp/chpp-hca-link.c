@@ -1175,7 +1175,7 @@ static void chpp_link_cut(Object *obj, bool value, Error **errp)
     }
     trace_chpp_hca_link_fault("cut", s->link.frame_seq);
     if (!s->link.eth) {
-        qemu_chr_fe_disconnect(&s->link.chr);
+        chpp_stream_disconnect(s);
         return;
     }
     /* A segment has no connection: every peer's state goes; they rejoin. */

@@ -432,6 +432,8 @@ typedef struct ChppLink {
     QEMUBH *rx_bh;              /* parses what the reader thread read */
     uint32_t gen;               /* bumped when the connection goes */
     bool rx_paused;             /* backlog full: link_rx is not served */
+    bool closing;               /* parsing a closed connection's last bytes */
+    bool cutting;               /* this side disconnects the chardev */
     uint32_t refusals;          /* handshakes refused, either side, ever */
     bool outq_full;             /* outq reached CHPP_LINK_OUTQ_MAX */
     /* QP magic misses of the peer (chpp_link_magic_miss), any connection */

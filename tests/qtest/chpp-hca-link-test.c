@@ -928,6 +928,41 @@ static void test_ack_hold(void)
     pair_stop(&a, &b);
 }
 
+/*
+ * A peer's last words: it sends a HELLO with our own node id and closes at
+ * once, again and again.  Every HELLO is still parsed, and refused, though
+ * the chardev may see the hang-up before the reader thread's bytes are
+ * parsed.
+ */
+static void test_last_words(void)
+{
+    g_autofree char *path = sock_path("lastwords");
+    g_autofree char *srv = g_strdup_printf("path=%s,server=on,wait=off",
+                                           path);
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+    Node n;
+    int i;
+
+    node_start(&n, 1, srv);
+    pstrcpy(un.sun_path, sizeof(un.sun_path), path);
+    for (i = 1; i <= 20; i++) {
+        Peer p = { .listen_fd = -1 };
+
+        p.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        g_assert(p.fd >= 0);
+        g_assert(connect(p.fd, (void *)&un, sizeof(un)) == 0);
+        g_assert_cmpuint(peer_read_rec(&p, buf, sizeof(buf)), ==,
+                         CHPP_LINK_HELLO);
+        peer_hello(&p, CHPP_LINK_VERSION_MAJOR, 1);
+        close(p.fd);
+        g_assert_cmpuint(wait_counter(&n, CHPP_CNT_LINK_REFUSED, i), ==, i);
+        /* The server takes the next connection once this one is gone. */
+        wait_link(&n, NULL, false);
+    }
+    chpp_stop(n.d);
+}
+
 /* Without a chardev another node is unreachable. */
 static void test_no_link(void)
 {
@@ -989,6 +1024,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/reader-ring-full", test_reader_ring_full);
     qtest_add_func("/chpp-hca/link/poll-reads", test_poll_reads);
     qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
+    qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
     qtest_add_func("/chpp-hca/link/chardev-path/hostile-peer",
