@@ -837,6 +837,22 @@ static void no_cqe_for(Node *n, unsigned ms)
 }
 
 /*
+ * B busy-polls (32 reads of CHPP_UAR_DB_STATUS), then A PUTs 64 bytes of
+ * @pat from its buffer at @off to B's at @off (@wr_id).
+ */
+static void busy_put(Node *a, uint64_t ab, uint32_t ak, Node *b, uint64_t bb,
+                     uint32_t bk, uint32_t off, uint8_t pat, uint64_t wr_id)
+{
+    int i;
+
+    for (i = 0; i < 32; i++) {
+        read_db_status(b);
+    }
+    qtest_memset(a->d->qts, ab + off, pat, 64);
+    put(a, b, ab + off, ak, bb + off, bk, 64, wr_id);
+}
+
+/*
  * ACK hold (docs/link.md, "ACKs wait for a request"): while B busy-polls,
  * the ACK of A's PUT waits for B's own request and goes with it; held past
  * link-ack-hold-us it goes alone when B polls, or when B stops polling
@@ -860,11 +876,7 @@ static void test_ack_hold(void)
     bb = node_buf(&b, 4096, &bk);
     if (chpp_timing_on()) {
         /* The timing model's clock sends frames: nothing is held. */
-        for (i = 0; i < 32; i++) {
-            read_db_status(&b);
-        }
-        chpp_fill(a.d, ab, 64, 1);
-        put(&a, &b, ab, ak, bb, bk, 64, 1);
+        busy_put(&a, ab, ak, &b, bb, bk, 0, 0x61, 1);
         expect2(&a, &b, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
         g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 0);
         pair_stop(&a, &b);
@@ -872,11 +884,7 @@ static void test_ack_hold(void)
     }
 
     /* 1. The ACK goes with B's request. */
-    for (i = 0; i < 32; i++) {
-        read_db_status(&b);             /* B busy-polls */
-    }
-    qtest_memset(a.d->qts, ab, 0x61, 64);
-    put(&a, &b, ab, ak, bb, bk, 64, 1);
+    busy_put(&a, ab, ak, &b, bb, bk, 0, 0x61, 1);
     poll_until_landed(&b, bb, 64, 0x61);
     g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 1);
     no_cqe_for(&a, 100);                /* A's ACK did not come */
@@ -888,11 +896,7 @@ static void test_ack_hold(void)
     g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 0);
 
     /* 2. Held past its time, the ACK goes at B's next poll. */
-    for (i = 0; i < 32; i++) {
-        read_db_status(&b);
-    }
-    qtest_memset(a.d->qts, ab + 128, 0x63, 64);
-    put(&a, &b, ab + 128, ak, bb + 128, bk, 64, 3);
+    busy_put(&a, ab, ak, &b, bb, bk, 128, 0x63, 3);
     poll_until_landed(&b, bb + 128, 64, 0x63);
     t0 = g_get_monotonic_time();
     g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 2);
@@ -906,11 +910,7 @@ static void test_ack_hold(void)
     g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 1);
 
     /* 3. B stops polling: the reader thread sends it. */
-    for (i = 0; i < 32; i++) {
-        read_db_status(&b);
-    }
-    qtest_memset(a.d->qts, ab + 192, 0x64, 64);
-    put(&a, &b, ab + 192, ak, bb + 192, bk, 64, 4);
+    busy_put(&a, ab, ak, &b, bb, bk, 192, 0x64, 4);
     poll_until_landed(&b, bb + 192, 64, 0x64);
     g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 3);
     expect2(&a, NULL, SCQ, 4, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
