@@ -242,13 +242,16 @@ if [ "$ONLY" = verbs ] || [ "$ONLY" = ucx ] || [ "$BENCH" = verbs ]; then
     if [ "$BENCH" = verbs ]; then
         iters=$(chpp_arg iters)
         verbs_bench chpp0 "${iters:-20000}"
-        # Soft-RoCE on the control network, with its IPv4 (RoCE v2) GID.
-        rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
-        wait_active 30 rxe0 || fail "rxe0 not ACTIVE"
-        gid=$(grep -l "0000:0000:0000:0000:0000:ffff:0a00:020$NODE" \
-              /sys/class/infiniband/rxe0/ports/1/gids/* | head -n 1)
-        [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
-        verbs_bench rxe0 "${iters:-20000}" -x "${gid##*/}"
+        # Soft-RoCE on the control network, with its IPv4 (RoCE v2) GID
+        # (chpp.bench_rxe=0: chpp-hca only, bench-verbs.sh --no-rxe).
+        if [ "$(chpp_arg bench_rxe)" != 0 ]; then
+            rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+            wait_active 30 rxe0 || fail "rxe0 not ACTIVE"
+            gid=$(grep -l "0000:0000:0000:0000:0000:ffff:0a00:020$NODE" \
+                  /sys/class/infiniband/rxe0/ports/1/gids/* | head -n 1)
+            [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+            verbs_bench rxe0 "${iters:-20000}" -x "${gid##*/}"
+        fi
         finish PASS "verbs benchmark"
     fi
     if [ "$ONLY" = ucx ]; then

@@ -19,14 +19,18 @@
 #       --iters N   messages per QP in the message-rate runs (default 20000)
 #       --only T,.. only these perftest tools (write_bw, send_bw, write_lat,
 #                   read_lat, send_lat), on both devices: a quicker look
+#       --no-rxe    chpp-hca only (soft-RoCE's columns read "-")
+# A tool that fails or times out in the guest reads "failed" in the table
+# and the run goes on.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ITERS=20000 ONLY=write_bw,send_bw,write_lat,read_lat,send_lat
+ITERS=20000 ONLY=write_bw,send_bw,write_lat,read_lat,send_lat RXE=1
 while :; do
     case "${1:-}" in
         --iters) ITERS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
+        --no-rxe) RXE=0; shift ;;
         *) break ;;
     esac
 done
@@ -42,7 +46,7 @@ RTT="$CHPP_BUILD/bench/chpp-sock-rtt"
 cc -O2 -Wall -Werror -o "$RTT" "$CHPP_ROOT/tests/bench/chpp-sock-rtt.c" ||
     chpp_die "building tests/bench/chpp-sock-rtt.c failed"
 rtt1=$("$RTT" 20000 64)
-"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.bench_only=$ONLY" "$@" >&2
+"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.bench_only=$ONLY chpp.bench_rxe=$RXE" "$@" >&2
 rtt2=$("$RTT" 20000 64)
 
 # Node 2 runs the clients; their rows are the figures:
@@ -51,11 +55,22 @@ rtt2=$("$RTT" 20000 64)
 #   *_lat: #bytes #iterations t_min t_max t_typical t_avg ... (usec)
 LOG="$CHPP_BUILD/guest/pair-node2.log"
 row() { tr -d '\r' <"$LOG" | sed -n "s/.*chpp-bench: $1 $2 $3 $4 //p" | tail -n 1; }
+# col DEV TEST SIZE QPS COLUMN: one figure; "-" for soft-RoCE when it was
+# not run, "failed" when the guest's tool failed.
 col() {
     local r
+    [ "$1" != rxe0 ] || [ "$RXE" = 1 ] || { echo -; return; }
     r=$(row "$1" "$2" "$3" "$4")
     [ -n "$r" ] || chpp_die "no $1 $2 $3 B $4 QP result in ${LOG#$CHPP_ROOT/}"
+    case "$r" in failed*) echo failed; return ;; esac
     echo "$r" | awk -v c="$5" '{print $c}'
+}
+# ratio EXPR A B: awk's EXPR of a and b, printf'd with FORMAT; "-" unless
+# both are numbers.
+ratio() {
+    awk -v a="$2" -v b="$3" -v f="$4" 'BEGIN {
+        if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b + 0 == 0 || a + 0 == 0) { print "-"; exit }
+        printf f, '"$1"' }'
 }
 kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 mmio=$(tr -d '\r' <"$LOG" | sed -n 's/.*chpp-bench: mmio //p' | tail -n 1)
@@ -82,9 +97,9 @@ for t in write_bw send_bw; do
         for sz in 2 64; do
             a=$(col chpp0 $t $sz $q 5) b=$(col rxe0 $t $sz $q 5)
             printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B, $q QP" "$a" "$b" \
-                "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", a / b }')" \
-                "$(awk -v a="$a" -v w="$wr_ns" 'BEGIN { printf "%.0f", 1000 / (a * w) }')" \
-                "$(awk -v a="$b" -v w="$wr_ns" 'BEGIN { printf "%.0f", 1000 / (a * w) }')"
+                "$(ratio 'a / b' "$a" "$b" '%.2fx')" \
+                "$(ratio '1000 / (a * b)' "$a" "$wr_ns" '%.0f')" \
+                "$(ratio '1000 / (a * b)' "$b" "$wr_ns" '%.0f')"
             BL+=("BENCH test=verbs_$t size=$sz qps=$q chpp_mmsgps=$a rxe_mmsgps=$b")
         done
     done
@@ -97,9 +112,9 @@ for t in write_lat read_lat send_lat; do
     for sz in 2 4096; do
         a=$(col chpp0 $t $sz 1 5) b=$(col rxe0 $t $sz 1 5)
         printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B" "$a" "$b" \
-            "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }')" \
-            "$(awk -v a="$a" -v o="$oneway" 'BEGIN { printf "%.2f", a / o }')" \
-            "$(awk -v a="$b" -v o="$oneway" 'BEGIN { printf "%.2f", a / o }')"
+            "$(ratio 'b / a' "$a" "$b" '%.2fx')" \
+            "$(ratio 'a / b' "$a" "$oneway" '%.2f')" \
+            "$(ratio 'a / b' "$b" "$oneway" '%.2f')"
         BL+=("BENCH test=verbs_$t size=$sz chpp_usec=$a rxe_usec=$b")
     done
 done
