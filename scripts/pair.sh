@@ -308,7 +308,10 @@ qemu_cmd() {
     [ "$NOTEST" = 1 ] && append="$append chpp.notest=1"
     [ "$SHARE" = 1 ] && append="$append chpp.share=1"
     [ -n "$KARGS" ] && append="$append $KARGS"
+    # debug-threads: the vCPU, main-loop and link threads carry names (top -H,
+    # perf --sort comm, gdb's "info threads").
     CMD=("$QEMU" -M q35 -accel tcg -m "$MEM" -nographic -no-reboot
+         -name "chpp-node$n,debug-threads=on"
          -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
          -monitor "unix:$RUN/mon$n.sock,server=on,wait=off")
     [ "$SMP" = 1 ] || CMD+=(-smp "$SMP")

@@ -239,27 +239,63 @@ static void chpp_engine_run(void *opaque)
  * is written before the vCPU returns to the guest.  In timing mode and
  * with engine-delay-ns a clock paces the engine: it runs from its timer.
  */
-void chpp_engine_doorbell(ChppHcaState *pf)
+/* Not in timing mode or with engine-delay-ns: a clock paces the engine. */
+static bool chpp_engine_direct(ChppHcaState *pf)
 {
-    if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
-        pf->engine_stopped || pf->gone || pf->engine_running) {
-        chpp_engine_kick(pf);
-        return;
-    }
-    chpp_timer_call(pf, chpp_engine_run, pf);
+    return !chpp_timing_active(pf) && !pf->params.engine_delay_ns &&
+           !pf->engine_stopped && !pf->gone && !pf->engine_running;
+}
+
+/*
+ * Run @fn in this thread, guarded; what it queues for the link is written
+ * at its end (the link's bottom half is not woken for it: each wake-up of
+ * the main loop costs more than the write, and a vCPU then waits for the
+ * BQL).
+ */
+static void chpp_engine_call(ChppHcaState *pf, void (*fn)(void *))
+{
+    pf->link.flush_coming = true;
+    chpp_timer_call(pf, fn, pf);
+    pf->link.flush_coming = false;
     if (!pf->gone) {
         chpp_link_flush_now(pf);
     }
+}
+
+void chpp_engine_doorbell(ChppHcaState *pf)
+{
+    if (!chpp_engine_direct(pf)) {
+        chpp_engine_kick(pf);
+        return;
+    }
+    chpp_engine_call(pf, chpp_engine_run);
 }
 
 static void chpp_engine_poll_run(void *opaque)
 {
     ChppHcaState *pf = opaque;
 
+    /* The run below serves what the parse queues: no bottom half. */
+    pf->engine_kicked = true;
     chpp_link_poll(pf);
     if (!pf->gone) {
         chpp_engine_run(pf);
     }
+}
+
+bool chpp_engine_rx_begin(ChppHcaState *pf)
+{
+    if (!chpp_engine_direct(pf)) {
+        return false;
+    }
+    pf->engine_kicked = true;
+    pf->link.flush_coming = true;
+    return true;
+}
+
+void chpp_engine_rx_end(ChppHcaState *pf)
+{
+    chpp_engine_call(pf, chpp_engine_run);
 }
 
 /*
@@ -271,13 +307,8 @@ static void chpp_engine_poll_run(void *opaque)
  */
 void chpp_engine_poll(ChppHcaState *pf)
 {
-    if (chpp_timing_active(pf) || pf->params.engine_delay_ns ||
-        pf->engine_stopped || pf->gone || pf->engine_running) {
-        return;
-    }
-    chpp_timer_call(pf, chpp_engine_poll_run, pf);
-    if (!pf->gone) {
-        chpp_link_flush_now(pf);
+    if (chpp_engine_direct(pf)) {
+        chpp_engine_call(pf, chpp_engine_poll_run);
     }
 }
 

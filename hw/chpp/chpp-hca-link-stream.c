@@ -208,7 +208,7 @@ void chpp_stream_flush_later(ChppHcaState *s)
 
     if (l->out_bytes >= CHPP_LINK_FLUSH_AT) {
         chpp_stream_flush(s);
-    } else if (chpp_link_hold_acks(s)) {
+    } else if (chpp_link_hold_acks(s) || l->flush_coming) {
         return;
     } else if (!l->tx_kicked) {
         /* Scheduling wakes the main loop each time: once per batch. */
@@ -347,8 +347,16 @@ static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
 
 static void chpp_link_rx_bh(void *opaque)
 {
-    chpp_link_rx_parse(opaque, false);
-    chpp_stream_hold_expired(opaque);
+    ChppHcaState *s = opaque;
+
+    /* The engine serves what the parse queued in this run (no wake-ups). */
+    if (chpp_engine_rx_begin(s)) {
+        chpp_link_rx_parse(s, false);
+        chpp_engine_rx_end(s);
+    } else {
+        chpp_link_rx_parse(s, false);
+    }
+    chpp_stream_hold_expired(s);
 }
 
 /*

@@ -422,6 +422,7 @@ typedef struct ChppLink {
     bool fd_watch;              /* reader-thread path: waiting to write */
     QEMUBH *tx_bh;              /* writes the records of a batch */
     bool tx_kicked;             /* tx_bh scheduled, not yet run */
+    bool flush_coming;          /* the running path writes outq at its end */
     bool out_urgent;            /* outq holds more than ACKs and credits */
     uint32_t ack_hold_us;       /* property link-ack-hold-us */
     uint32_t poll_idle_us;      /* property x-link-poll-idle-us */
@@ -820,6 +821,13 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
 void chpp_engine_doorbell(ChppHcaState *pf);
 /* Software polls (CHPP_UAR_DB_STATUS): do what the link delivered. */
 void chpp_engine_poll(ChppHcaState *pf);
+/*
+ * The link's reader bottom half parses records: if chpp_engine_rx_begin()
+ * says so, what they queue for @pf is served by chpp_engine_rx_end() in
+ * the same run instead of by the engine's own bottom half.
+ */
+bool chpp_engine_rx_begin(ChppHcaState *pf);
+void chpp_engine_rx_end(ChppHcaState *pf);
 
 /*
  * chpp-hca-db-error.c: the events raised by MMIO and config space writes
