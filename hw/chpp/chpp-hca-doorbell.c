@@ -162,6 +162,9 @@ void chpp_uar_doorbell(ChppHcaState *s, uint32_t uar, uint32_t offset,
         why = chpp_cq_doorbell(s, uar, val);
         if (why) {
             chpp_uar_doorbell_error(s, uar, offset, val, why);
+        } else if (val & CHPP_CQ_DB_CMD_MASK) {
+            /* Armed to sleep: requests held for its next poll go now. */
+            chpp_link_poll_end(chpp_pf(s));
         }
         return;
     default:

@@ -252,13 +252,14 @@ static bool chpp_engine_direct(ChppHcaState *pf)
  * the main loop costs more than the write, and a vCPU then waits for the
  * BQL).
  */
-static void chpp_engine_call(ChppHcaState *pf, void (*fn)(void *))
+static void chpp_engine_call(ChppHcaState *pf, void (*fn)(void *),
+                             bool doorbell)
 {
     pf->link.flush_coming = true;
     chpp_timer_call(pf, fn, pf);
     pf->link.flush_coming = false;
     if (!pf->gone) {
-        chpp_link_flush_now(pf);
+        chpp_link_flush_now(pf, doorbell);
     }
 }
 
@@ -268,7 +269,7 @@ void chpp_engine_doorbell(ChppHcaState *pf)
         chpp_engine_kick(pf);
         return;
     }
-    chpp_engine_call(pf, chpp_engine_run);
+    chpp_engine_call(pf, chpp_engine_run, true);
 }
 
 static void chpp_engine_poll_run(void *opaque)
@@ -295,7 +296,7 @@ bool chpp_engine_rx_begin(ChppHcaState *pf)
 
 void chpp_engine_rx_end(ChppHcaState *pf)
 {
-    chpp_engine_call(pf, chpp_engine_run);
+    chpp_engine_call(pf, chpp_engine_run, false);
 }
 
 /*
@@ -308,7 +309,7 @@ void chpp_engine_rx_end(ChppHcaState *pf)
 void chpp_engine_poll(ChppHcaState *pf)
 {
     if (chpp_engine_direct(pf)) {
-        chpp_engine_call(pf, chpp_engine_poll_run);
+        chpp_engine_call(pf, chpp_engine_poll_run, false);
     }
 }
 

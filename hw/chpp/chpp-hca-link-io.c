@@ -284,6 +284,11 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
     return n;
 }
 
+void chpp_link_io_poll_end(ChppLinkIo *io)
+{
+    qatomic_set(&io->streak, 0);
+}
+
 /*
  * ACKs are held until @deadline (0: none).  A thread asleep without a
  * timeout (it went to sleep before the polls began) must wake to watch it.

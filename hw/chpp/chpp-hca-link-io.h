@@ -54,7 +54,10 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io);
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
  */
 uint32_t chpp_link_io_pull(ChppLinkIo *io);
+/* Software busy-polls: CHPP_LINK_POLL_STREAK pulls, each within idle_us. */
 bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
+/* Software stopped polling (it armed a CQ): not polled until a new streak. */
+void chpp_link_io_poll_end(ChppLinkIo *io);
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
 int64_t chpp_link_io_held(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */

@@ -158,37 +158,56 @@ static void chpp_link_tx_bh(void *opaque)
 }
 
 /*
- * Only ACKs and credits are waiting, and software busy-polls this adapter:
- * hold them for a while.  Software that answers a message with one of its
- * own (a ping-pong of RDMA WRITEs, whose receiver polls memory, not its
- * CQ) rings a doorbell meanwhile, and its vCPU writes them together with
- * the request.  The peer, polling its CQ for the ACK, then reads both at
- * once and never waits for a thread of its own to wake up.  The polling
- * vCPU and the reader thread send what is held past its time
+ * Software busy-polls this adapter: hold what is queued for a while (up to
+ * link-ack-hold-us).  Plain ACKs and credits (@requests false): software
+ * that answers a message with one of its own (a ping-pong of RDMA WRITEs,
+ * whose receiver polls memory, not its CQ) rings a doorbell meanwhile, and
+ * its vCPU writes them together with the request; the peer, polling its CQ
+ * for the ACK, reads both at once and never waits for a thread of its own
+ * to wake up.  Requests a doorbell queued (@requests true): software that
+ * polls rings more doorbells or polls next, and that poll writes them all
+ * with one system call, which wakes the peer's reader once per batch, not
+ * once per message.  Arming a CQ ends the polling (chpp_stream_poll_end()).
+ * The polling vCPU and the reader thread send what is held past its time
  * (chpp_stream_hold_expired()).  Not in timing mode, whose clock decides
  * when frames go.
  */
-static bool chpp_link_hold_acks(ChppHcaState *s)
+static bool chpp_link_hold(ChppHcaState *s, bool requests)
 {
     ChppLink *l = &s->link;
     int64_t now, deadline;
 
-    if (l->out_urgent || !l->ack_hold_us || !l->io ||
-        chpp_timing_active(s)) {
+    if ((l->out_urgent && !requests) || !l->ack_hold_us || !l->io ||
+        chpp_timing_active(s) || l->out_bytes >= CHPP_LINK_HOLD_REQ_BYTES) {
         return false;
     }
     now = get_clock();
     deadline = chpp_link_io_held(l->io);
     if (!deadline) {
-        if (!chpp_link_io_polled(l->io, now)) {
+        /*
+         * ACKs wait only where software also rings doorbells (a
+         * conversation): a receiver that only receives would stall its
+         * senders' windows.
+         */
+        if (!chpp_link_io_polled(l->io, now) ||
+            (!requests && now - l->doorbell_ns > l->poll_idle_us * SCALE_US)) {
             return false;
         }
-        l->acks_held++;
+        if (l->out_urgent) {
+            l->requests_held++;
+        } else {
+            l->acks_held++;
+        }
         trace_chpp_hca_link_ack_hold(l->out_bytes);
         chpp_link_io_hold(l->io, now + l->ack_hold_us * SCALE_US);
         return true;
     }
     return now < deadline && chpp_link_io_polled(l->io, now);
+}
+
+static bool chpp_link_hold_acks(ChppHcaState *s)
+{
+    return chpp_link_hold(s, false);
 }
 
 /* Held ACKs past their time (or nobody polls any more) go alone. */
@@ -350,9 +369,9 @@ static void chpp_link_rx_bh(void *opaque)
     ChppHcaState *s = opaque;
 
     /* The engine serves what the parse queued in this run (no wake-ups). */
-    if (chpp_engine_rx_begin(s)) {
+    if (chpp_upcalls.rx_begin(s)) {
         chpp_link_rx_parse(s, false);
-        chpp_engine_rx_end(s);
+        chpp_upcalls.rx_end(s);
     } else {
         chpp_link_rx_parse(s, false);
     }
@@ -365,14 +384,26 @@ static void chpp_link_rx_bh(void *opaque)
  * holds, instead of waiting for the reader thread and the main loop's
  * bottom halves.
  */
-void chpp_stream_flush_now(ChppHcaState *s)
+void chpp_stream_flush_now(ChppHcaState *s, bool doorbell)
 {
     ChppLink *l = &s->link;
 
+    if (doorbell) {
+        l->doorbell_ns = get_clock();
+    }
     /* Held ACKs go along with the vCPU's requests, or on their own. */
     if (!g_queue_is_empty(l->outq) && !l->fd_watch && !l->watch &&
-        !chpp_link_hold_acks(s)) {
+        !chpp_link_hold(s, doorbell)) {
         chpp_stream_flush(s);
+    }
+}
+
+/* Software arms a CQ to sleep: it polls no more, what is held goes now. */
+void chpp_stream_poll_end(ChppHcaState *s)
+{
+    if (s->link.io) {
+        chpp_link_io_poll_end(s->link.io);
+        chpp_stream_flush_now(s, false);
     }
 }
 

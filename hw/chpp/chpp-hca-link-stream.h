@@ -30,7 +30,8 @@ void chpp_stream_push(ChppHcaState *s, GByteArray *buf, bool may_wait);
 void chpp_stream_flush(ChppHcaState *s);
 /* Records were added: write them with the rest of this batch. */
 void chpp_stream_flush_later(ChppHcaState *s);
-void chpp_stream_flush_now(ChppHcaState *s);
+void chpp_stream_flush_now(ChppHcaState *s, bool doorbell);
+void chpp_stream_poll_end(ChppHcaState *s);
 void chpp_stream_poll(ChppHcaState *s);
 /* Forget the records not written and the partial record read. */
 void chpp_stream_drop(ChppHcaState *s);

@@ -165,10 +165,17 @@ bool chpp_link_rx_ready(ChppHcaState *s)
 }
 
 /* On Ethernet records leave at once and arrive through the main loop. */
-void chpp_link_flush_now(ChppHcaState *s)
+void chpp_link_flush_now(ChppHcaState *s, bool doorbell)
 {
     if (!s->link.eth) {
-        chpp_stream_flush_now(s);
+        chpp_stream_flush_now(s, doorbell);
+    }
+}
+
+void chpp_link_poll_end(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_poll_end(s);
     }
 }
 

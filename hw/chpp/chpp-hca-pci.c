@@ -30,6 +30,8 @@ const ChppUpcalls chpp_upcalls = {
     .link_changed = chpp_port_link_changed,
     .qp_transition = chpp_engine_qp_transition,
     .vfs_enabled = chpp_hca_vfs_enabled,
+    .rx_begin = chpp_engine_rx_begin,
+    .rx_end = chpp_engine_rx_end,
 };
 
 void chpp_hca_soft_reset(ChppHcaState *s)

@@ -390,6 +390,8 @@ typedef struct ChppFabricStats {
  */
 #define CHPP_LINK_ACK_HOLD_US   50
 #define CHPP_LINK_ACK_HOLD_MAX_US 1000000      /* tests hold long */
+/* Requests rung while software busy-polls wait while fewer bytes queue. */
+#define CHPP_LINK_HOLD_REQ_BYTES (64 * 1024)
 
 /*
  * Link to other adapters (chpp-hca-link.c): over a chardev byte stream to
@@ -428,6 +430,8 @@ typedef struct ChppLink {
     uint32_t poll_idle_us;      /* property x-link-poll-idle-us */
     uint64_t acks_held;         /* batches of ACKs held back */
     uint64_t acks_timed_out;    /* ... that the timer had to write */
+    uint64_t requests_held;     /* batches of doorbells' requests held */
+    int64_t doorbell_ns;        /* realtime of the last doorbell's flush */
     const struct ChppStreamOps *ops;    /* chpp-hca-link-stream.c */
     struct ChppLinkIo *io;      /* reader thread, NULL: chardev reads */
     QEMUBH *rx_bh;              /* parses what the reader thread read */
@@ -588,6 +592,13 @@ typedef struct ChppUpcalls {
     void (*qp_transition)(ChppHcaState *s, ChppQp *qp, uint8_t old_state);
     /* chpp-hca-vmstate.c -> chpp-hca-pci.c: a load set VF Enable. */
     void (*vfs_enabled)(ChppHcaState *pf);
+    /*
+     * chpp-hca-link-stream.c -> chpp-hca-engine.c: the reader's bottom
+     * half parses records; if rx_begin says so, the engine serves what
+     * they queued at rx_end, in the same run (no bottom half of its own).
+     */
+    bool (*rx_begin)(ChppHcaState *pf);
+    void (*rx_end)(ChppHcaState *pf);
 } ChppUpcalls;
 extern const ChppUpcalls chpp_upcalls;
 
@@ -821,11 +832,7 @@ void chpp_engine_qp_transition(ChppHcaState *s, ChppQp *qp,
 void chpp_engine_doorbell(ChppHcaState *pf);
 /* Software polls (CHPP_UAR_DB_STATUS): do what the link delivered. */
 void chpp_engine_poll(ChppHcaState *pf);
-/*
- * The link's reader bottom half parses records: if chpp_engine_rx_begin()
- * says so, what they queue for @pf is served by chpp_engine_rx_end() in
- * the same run instead of by the engine's own bottom half.
- */
+/* The link's reader bottom half parses records (ChppUpcalls.rx_begin). */
 bool chpp_engine_rx_begin(ChppHcaState *pf);
 void chpp_engine_rx_end(ChppHcaState *pf);
 
@@ -932,10 +939,16 @@ void chpp_link_magic_miss(ChppHcaState *s, uint16_t from, uint32_t qpn,
 uint32_t chpp_link_status(ChppHcaState *s);
 /* Nodes up on the link, lowest first, at most @max; how many there are. */
 unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
-/* Write the records queued for the link now, not in the next iteration. */
-void chpp_link_flush_now(ChppHcaState *s);
+/*
+ * Write the records queued for the link now, not in the next iteration
+ * (@doorbell: a doorbell queued them; while software busy-polls they may
+ * wait for its next poll, docs/link.md).
+ */
+void chpp_link_flush_now(ChppHcaState *s, bool doorbell);
 /* Parse what the reader thread received now, not in the bottom half. */
 void chpp_link_poll(ChppHcaState *s);
+/* Software arms a CQ: it stops polling; nothing waits for its polls. */
+void chpp_link_poll_end(ChppHcaState *s);
 
 /* chpp-hca-port.c */
 void chpp_port_reset(ChppHcaState *s);

@@ -837,7 +837,9 @@ static void no_cqe_for(Node *n, unsigned ms)
 }
 
 /*
- * B busy-polls (32 reads of CHPP_UAR_DB_STATUS), then A PUTs 64 bytes of
+ * B talks (it PUTs 8 bytes to A, wr_id 100 + @wr_id, and polls until that
+ * completes: ACKs are held only where software also rings doorbells), then
+ * busy-polls (32 reads of CHPP_UAR_DB_STATUS), then A PUTs 64 bytes of
  * @pat from its buffer at @off to B's at @off (@wr_id).
  */
 static void busy_put(Node *a, uint64_t ab, uint32_t ak, Node *b, uint64_t bb,
@@ -845,6 +847,10 @@ static void busy_put(Node *a, uint64_t ab, uint32_t ak, Node *b, uint64_t bb,
 {
     int i;
 
+    put(b, a, bb + 2048, bk, ab + 2048, ak, 8, 100 + wr_id);
+    poll_db_status = true;
+    expect2(b, NULL, SCQ, 100 + wr_id, CHPP_CQE_OP_RDMA_WRITE, 0, 8);
+    poll_db_status = false;
     for (i = 0; i < 32; i++) {
         read_db_status(b);
     }
@@ -857,8 +863,10 @@ static void busy_put(Node *a, uint64_t ab, uint32_t ak, Node *b, uint64_t bb,
  * the ACK of A's PUT waits for B's own request and goes with it; held past
  * link-ack-hold-us it goes alone when B polls, or when B stops polling
  * (the reader thread looks every x-link-poll-idle-us).  A never polls:
- * its ACKs are never held.  The hold and the idle time are long here
- * (1 s, 300 ms) so that qtest's slow polls count as busy polling.
+ * its ACKs are never held.  B rings doorbells too (busy_put()): a node
+ * that only receives does not hold its ACKs.  The hold and the idle time
+ * are long here (1 s, 300 ms) so that qtest's slow polls count as busy
+ * polling.
  */
 static void test_ack_hold(void)
 {
@@ -883,6 +891,16 @@ static void test_ack_hold(void)
         return;
     }
 
+    /* 0. B has rung no doorbell: it only receives, its ACK goes at once. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);
+    }
+    qtest_memset(a.d->qts, ab + 1024, 0x60, 64);
+    put(&a, &b, ab + 1024, ak, bb + 1024, bk, 64, 10);
+    poll_until_landed(&b, bb + 1024, 64, 0x60);
+    expect2(&a, NULL, SCQ, 10, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    g_assert_cmpuint(link_state_u64(&b, "acks-held"), ==, 0);
+
     /* 1. The ACK goes with B's request. */
     busy_put(&a, ab, ak, &b, bb, bk, 0, 0x61, 1);
     poll_until_landed(&b, bb, 64, 0x61);
@@ -890,6 +908,7 @@ static void test_ack_hold(void)
     no_cqe_for(&a, 100);                /* A's ACK did not come */
     qtest_memset(b.d->qts, bb + 64, 0x62, 64);
     put(&b, &a, bb + 64, bk, ab + 64, ak, 64, 2);
+    read_db_status(&b);                 /* B polls: its request goes */
     expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
     expect2(&b, NULL, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
     poll_until_landed(&a, ab + 64, 64, 0x62);
@@ -923,6 +942,102 @@ static void test_ack_hold(void)
         g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
         g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_LINK_DOWNS), ==, 0);
         /* Every ACK came before A's timeout: no request went twice. */
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
+    }
+    pair_stop(&a, &b);
+}
+
+/* @n's memory at @addr holds @len bytes of @pat within @ms milliseconds. */
+static bool landed_within(Node *n, uint64_t addr, uint32_t len, uint8_t pat,
+                          unsigned ms)
+{
+    int64_t end = g_get_monotonic_time() + ms * 1000;
+    g_autofree uint8_t *want = g_malloc(len);
+    g_autofree uint8_t *got = g_malloc(len);
+
+    memset(want, pat, len);
+    do {
+        qtest_memread(n->d->qts, addr, got, len);
+        if (!memcmp(got, want, len)) {
+            return true;
+        }
+        g_usleep(1000);
+    } while (g_get_monotonic_time() < end);
+    return false;
+}
+
+/*
+ * Doorbell hold (docs/link.md, "Requests wait for the next poll"): B
+ * busy-polls and rings a doorbell; its PUT waits for B's next poll, which
+ * writes it.  Arming a CQ ends the polling: what is held goes at once.  B
+ * stops polling: the reader thread sends it once the polls are
+ * x-link-poll-idle-us apart, before link-ack-hold-us.  A,
+ * which never polls, holds nothing.  Hold and idle time long as in
+ * test_ack_hold().
+ */
+static void test_doorbell_hold(void)
+{
+    Node a, b;
+    uint64_t ab, bb, t0;
+    uint32_t ak, bk;
+    int i, step;
+
+    node_props = ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000";
+    pair_start(&a, &b, "dbhold");
+    node_props = "";
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 20, 3);     /* ACK timeout 4 s: above the hold */
+    ab = node_buf(&a, 4096, &ak);
+    bb = node_buf(&b, 4096, &bk);
+
+    for (step = 1; step <= 3; step++) {
+        uint8_t pat = 0x70 + step;
+        uint64_t off = step * 64;
+
+        for (i = 0; i < 32; i++) {
+            read_db_status(&b);
+        }
+        qtest_memset(b.d->qts, bb + off, pat, 64);
+        t0 = g_get_monotonic_time();
+        put(&b, &a, bb + off, bk, ab + off, ak, 64, step);
+        if (chpp_timing_on()) {
+            /* The timing model's clock sends frames: nothing is held. */
+            expect2(&b, &a, SCQ, step, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+            g_assert_cmpuint(link_state_u64(&b, "requests-held"), ==, 0);
+            continue;
+        }
+        g_assert_cmpuint(link_state_u64(&b, "requests-held"), ==, step);
+        if (step == 1) {
+            /* Held: A's memory stays as it was until B polls. */
+            g_assert_false(landed_within(&a, ab + off, 64, pat, 100));
+            read_db_status(&b);
+            g_assert_true(landed_within(&a, ab + off, 64, pat, 20000));
+        } else if (step == 2) {
+            /*
+             * Arming B's send CQ to sleep sends it at once, well before
+             * the polls would be x-link-poll-idle-us (300 ms) apart.
+             */
+            chpp_cq_db(b.d, UAR, SCQ, CHPP_CQ_DB_ARM_NEXT, b.cq[SCQ].ci);
+            g_assert_true(landed_within(&a, ab + off, 64, pat, 150));
+        } else {
+            /*
+             * B polls no more: the reader thread sends it once the polls
+             * are x-link-poll-idle-us (300 ms) apart.
+             */
+            g_assert_false(landed_within(&a, ab + off, 64, pat, 150));
+            g_assert_true(landed_within(&a, ab + off, 64, pat, 20000));
+            g_assert_cmpint(g_get_monotonic_time() - t0, <, 900 * 1000);
+        }
+        poll_db_status = true;
+        expect2(&b, NULL, SCQ, step, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+        poll_db_status = false;
+    }
+    g_assert_cmpuint(link_state_u64(&a, "requests-held"), ==, 0);
+    for (i = 0; i < 2; i++) {
+        Node *n = i ? &b : &a;
+
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_LINK_DOWNS), ==, 0);
         g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
     }
     pair_stop(&a, &b);
@@ -1024,6 +1139,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/reader-ring-full", test_reader_ring_full);
     qtest_add_func("/chpp-hca/link/poll-reads", test_poll_reads);
     qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
+    qtest_add_func("/chpp-hca/link/doorbell-hold", test_doorbell_hold);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
