@@ -17,7 +17,8 @@
  * rather than wait for the thread to be scheduled.  Each producer's read
  * and its move of tail happen under rx_lock, so the bytes stay in socket
  * order; bytes between head and tail are never written, so the consumer
- * parses them in place.
+ * parses them in place.  While a vCPU busy-polls, the thread stays off the
+ * socket altogether (chpp_link_io_away()).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -46,12 +47,14 @@ struct ChppLinkIo {
     bool eof;                   /* the thread ended: peer closed, or error */
     uint32_t ring_waits;        /* times the thread found the ring full */
     uint32_t pulls;             /* reads by a polling vCPU that got bytes */
+    uint32_t reads;             /* reads by the thread that got bytes */
     /* Busy polling (chpp_link_io_polled()): written by the BQL holder. */
     int64_t last_pull;          /* realtime ns of the last poll */
     uint32_t streak;            /* polls, each within the idle time */
     int64_t hold_deadline;      /* held ACKs go by then; 0: none held */
     int64_t idle_ns;            /* polls further apart end busy polling */
     bool asleep;                /* the thread waits without a timeout */
+    bool away;                  /* the thread left the socket to a vCPU */
     bool joined;                /* the thread ended: chpp_link_io_drain() */
 };
 
@@ -109,6 +112,33 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
     event_notifier_test_and_clear(&io->wake);
 }
 
+/*
+ * A vCPU busy-polls and reads the socket in each poll: stay off the socket
+ * until the polls may have stopped (x-link-poll-idle-us after the last),
+ * so that the peer's writes wake no thread here (on a busy host each such
+ * wake-up costs the writer about 10 us, and this thread's switches take
+ * CPU from the peer's QEMU).  Arming a CQ ends the polls at once
+ * (chpp_link_io_poll_end()).  Held ACKs meanwhile go at the polls.
+ */
+static bool chpp_link_io_away(ChppLinkIo *io, GPollFD *pfd)
+{
+    int64_t now = get_clock();
+    int64_t last = qatomic_read(&io->last_pull);
+
+    if (!chpp_link_io_polled(io, now)) {
+        return false;
+    }
+    qatomic_set(&io->away, true);
+    /* Pairs with the barrier in chpp_link_io_poll_end(). */
+    smp_mb();
+    if (chpp_link_io_polled(io, now)) {
+        qemu_poll_ns(pfd, 1, MAX(last + io->idle_ns - now, SCALE_US));
+    }
+    qatomic_set(&io->away, false);
+    event_notifier_test_and_clear(&io->wake);
+    return true;
+}
+
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
@@ -133,11 +163,15 @@ static void *chpp_link_io_thread(void *opaque)
             qatomic_set(&io->wait_room, false);
             continue;
         }
+        if (chpp_link_io_away(io, pfd)) {
+            continue;
+        }
         qemu_mutex_lock(&io->rx_lock);
         n = chpp_link_io_recv(io);
         qemu_mutex_unlock(&io->rx_lock);
         if (n > 0) {
             trace_chpp_hca_link_io_read(n, false);
+            qatomic_set(&io->reads, io->reads + 1);
             qemu_bh_schedule(io->bh);
             continue;
         }
@@ -248,6 +282,11 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io)
     return io->pulls;
 }
 
+uint32_t chpp_link_io_reads(ChppLinkIo *io)
+{
+    return qatomic_read(&io->reads);
+}
+
 /*
  * A vCPU polls the device: read what the socket holds now, unless the
  * thread is reading (it delivers those bytes itself).  The end of the
@@ -273,7 +312,7 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
                    errno != EINTR && errno != ENOBUFS)) {
         /* End of stream or an error: the thread must see it, now. */
-        qatomic_set(&io->streak, 0);
+        chpp_link_io_poll_end(io);
         event_notifier_set(&io->wake);
     }
     if (n <= 0) {
@@ -287,6 +326,11 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
 void chpp_link_io_poll_end(ChppLinkIo *io)
 {
     qatomic_set(&io->streak, 0);
+    /* Pairs with the barrier in chpp_link_io_away(): back to the socket. */
+    smp_mb();
+    if (qatomic_read(&io->away)) {
+        event_notifier_set(&io->wake);
+    }
 }
 
 /*

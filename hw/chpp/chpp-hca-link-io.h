@@ -49,6 +49,8 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io);
 uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
 /* Reads by chpp_link_io_pull() that got bytes. */
 uint32_t chpp_link_io_pulls(ChppLinkIo *io);
+/* Reads by the thread that got bytes. */
+uint32_t chpp_link_io_reads(ChppLinkIo *io);
 /*
  * Read what the socket holds now into the ring, in the caller's thread (a
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
@@ -56,7 +58,10 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io);
 uint32_t chpp_link_io_pull(ChppLinkIo *io);
 /* Software busy-polls: CHPP_LINK_POLL_STREAK pulls, each within idle_us. */
 bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
-/* Software stopped polling (it armed a CQ): not polled until a new streak. */
+/*
+ * Software stopped polling (it armed a CQ): not polled until a new streak;
+ * the thread takes the socket back at once.
+ */
 void chpp_link_io_poll_end(ChppLinkIo *io);
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
 int64_t chpp_link_io_held(ChppLinkIo *io);

@@ -1044,6 +1044,78 @@ static void test_doorbell_hold(void)
 }
 
 /*
+ * The polling vCPU owns the socket (docs/link.md, "Threads and I/O"):
+ * while B busy-polls, B's reader thread stays off the socket and B's polls
+ * read A's PUT; arming a CQ gives the socket back to the thread at once;
+ * polls that just stop give it back once they are x-link-poll-idle-us
+ * (300 ms here) apart.  In timing mode polls read nothing: the thread
+ * reads it all.
+ */
+static void test_poll_owns_socket(void)
+{
+    Node a, b;
+    uint64_t ab, bb, r0, p0, t0;
+    uint32_t ak, bk;
+    int i;
+
+    node_props = ",x-link-poll-idle-us=300000";
+    pair_start(&a, &b, "pollown");
+    node_props = "";
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 20, 3);
+    ab = node_buf(&a, 4096, &ak);
+    bb = node_buf(&b, 4096, &bk);
+
+    /* 1. B busy-polls: its polls read A's PUT, its thread does not. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);
+    }
+    r0 = link_state_u64(&b, "reader-reads");
+    p0 = link_state_u64(&b, "poll-reads");
+    qtest_memset(a.d->qts, ab, 0x81, 64);
+    put(&a, &b, ab, ak, bb, bk, 64, 1);
+    poll_until_landed(&b, bb, 64, 0x81);
+    expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    if (chpp_timing_on()) {
+        g_assert_cmpuint(link_state_u64(&b, "poll-reads"), ==, 0);
+        g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+        pair_stop(&a, &b);
+        return;
+    }
+    g_assert_cmpuint(link_state_u64(&b, "reader-reads"), ==, r0);
+    g_assert_cmpuint(link_state_u64(&b, "poll-reads"), >, p0);
+
+    /* 2. B arms its CQ to sleep: the thread reads the next PUT at once. */
+    chpp_cq_db(b.d, UAR, SCQ, CHPP_CQ_DB_ARM_NEXT, b.cq[SCQ].ci);
+    qtest_memset(a.d->qts, ab + 64, 0x82, 64);
+    put(&a, &b, ab + 64, ak, bb + 64, bk, 64, 2);
+    g_assert_true(landed_within(&b, bb + 64, 64, 0x82, 150));
+    g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+    expect2(&a, NULL, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+
+    /* 3. B's polls just stop: the thread comes back after the idle time. */
+    for (i = 0; i < 32; i++) {
+        read_db_status(&b);
+    }
+    r0 = link_state_u64(&b, "reader-reads");
+    t0 = g_get_monotonic_time();
+    qtest_memset(a.d->qts, ab + 128, 0x83, 64);
+    put(&a, &b, ab + 128, ak, bb + 128, bk, 64, 3);
+    g_assert_false(landed_within(&b, bb + 128, 64, 0x83, 100));
+    g_assert_true(landed_within(&b, bb + 128, 64, 0x83, 20000));
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 20 * G_USEC_PER_SEC);
+    g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+    expect2(&a, NULL, SCQ, 3, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    for (i = 0; i < 2; i++) {
+        Node *n = i ? &b : &a;
+
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
+    }
+    pair_stop(&a, &b);
+}
+
+/*
  * A peer's last words: it sends a HELLO with our own node id and closes at
  * once, again and again.  Every HELLO is still parsed, and refused, though
  * the chardev may see the hang-up before the reader thread's bytes are
@@ -1140,6 +1212,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/poll-reads", test_poll_reads);
     qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
     qtest_add_func("/chpp-hca/link/doorbell-hold", test_doorbell_hold);
+    qtest_add_func("/chpp-hca/link/poll-owns-socket", test_poll_owns_socket);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
