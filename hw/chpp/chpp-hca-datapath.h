@@ -186,6 +186,8 @@ int chpp_req_check_load(ChppHcaState *s, ChppQp *qp);
 void chpp_resp_pump(ChppHcaState *s, ChppQp *qp);
 void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt);
 void chpp_resp_flush(ChppHcaState *s, ChppQp *qp);
+/* The end of an engine run: send the ACKs its requests owe, one per QP. */
+void chpp_resp_acks_send(ChppHcaState *s);
 bool chpp_rwqe_fetch(ChppHcaState *s, ChppQp *qp, uint32_t idx,
                      uint64_t *wr_id, ChppSge *sge, uint32_t *num_sge,
                      uint32_t *capacity);

@@ -221,6 +221,9 @@ static void chpp_engine_run(void *opaque)
         }
         break;
     }
+    if (!s->gone) {
+        chpp_resp_acks_send(s);
+    }
     s->engine_running = false;
     if (!s->gone && timed) {
         chpp_engine_rearm(s);
@@ -447,6 +450,7 @@ void chpp_engine_init(ChppHcaState *s)
     chpp_db_err_init(s);
     s->engine_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, chpp_engine_timer, s);
     s->qp_timers = g_new0(QEMUTimer *, s->params.num_qps);
+    s->acks_owed = g_new0(uint32_t, s->params.num_qps);
     for (i = 0; i < s->params.num_qps; i++) {
         ChppQpTimerCtx *ctx = g_new(ChppQpTimerCtx, 1);
 
@@ -502,6 +506,7 @@ void chpp_engine_fini(ChppHcaState *s)
         timer_free(s->qp_timers[i]);
     }
     g_free(s->qp_timers);
+    g_free(s->acks_owed);
     timer_free(s->engine_timer);
     qemu_bh_delete(s->engine_bh);
     chpp_db_err_fini(s);
@@ -518,6 +523,7 @@ void chpp_engine_reset(ChppHcaState *s)
         timer_del(s->qp_timers[i]);
         memset(&s->qps[i].eng, 0, sizeof(s->qps[i].eng));
     }
+    s->n_acks_owed = 0;
     chpp_route_reset(s);
     s->tx_blocked = false;
     if (!s->func) {

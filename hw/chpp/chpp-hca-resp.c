@@ -19,6 +19,8 @@ static void chpp_resp_drop(ChppHcaState *s, ChppPkt *pkt, const char *why)
     trace_chpp_hca_err_pkt_dropped(s->func, pkt->dst_qpn, why);
 }
 
+static void chpp_resp_ack_send(ChppHcaState *s, ChppQp *qp);
+
 /* Answer @req (ACK, NAK or atomic ACK) from @qp. */
 static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
                             uint8_t op, uint32_t psn, uint8_t syndrome,
@@ -44,8 +46,62 @@ static void chpp_resp_reply(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
                                            : chpp_timing_ack_due(s);
     }
 
+    /* An ACK owed for earlier requests goes first: answers stay in order. */
+    if (qp->eng.ack_owed) {
+        chpp_resp_ack_send(s, qp);
+    }
     trace_chpp_hca_resp_reply(s->func, chpp_qpn(s, qp), op, psn, syndrome);
     chpp_route_send(s, &pkt);
+}
+
+/* The ACK @qp owes, to its connected QP (only RC requests are ACKed). */
+static void chpp_resp_ack_send(ChppHcaState *s, ChppQp *qp)
+{
+    ChppPkt req = {
+        .src_node = qp->dest_node,
+        .src_qpn = qp->dest_qpn,
+        .src_vf = qp->dest_vf,
+    };
+
+    qp->eng.ack_owed = false;
+    chpp_resp_reply(s, qp, &req, CHPP_OP_ACK, qp->eng.ack_psn, 0, 0);
+}
+
+/*
+ * ACK request @pkt of @qp.  An ACK is cumulative (the requester completes
+ * every WQE it covers): the requests of one engine run get one ACK per
+ * QP, for the last of them, at the end of the run (chpp_resp_acks_send())
+ * or before any other answer of the QP.  In timing mode each goes at its
+ * own time.
+ */
+static void chpp_resp_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
+{
+    if (chpp_timing_active(s) || !s->engine_running) {
+        chpp_resp_reply(s, qp, pkt, CHPP_OP_ACK, pkt->psn, 0, 0);
+        return;
+    }
+    if (!qp->eng.ack_owed) {
+        qp->eng.ack_owed = true;
+        s->acks_owed[s->n_acks_owed++] = chpp_qpn(s, qp);
+    }
+    qp->eng.ack_psn = pkt->psn;
+}
+
+void chpp_resp_acks_send(ChppHcaState *s)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->n_acks_owed; i++) {
+        ChppQp *qp = &s->qps[s->acks_owed[i]];
+
+        /* A QP that left the states that answer since owes nothing. */
+        if (qp->eng.ack_owed && qp->state >= CHPP_QPS_RTR &&
+            qp->state <= CHPP_QPS_SQE) {
+            chpp_resp_ack_send(s, qp);
+        }
+        qp->eng.ack_owed = false;
+    }
+    s->n_acks_owed = 0;
 }
 
 static void chpp_resp_nak(ChppHcaState *s, ChppQp *qp, ChppPkt *req,
@@ -836,7 +892,7 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
     qp->rq_psn = chpp_psn_add(qp->rq_psn, 1);
     if (qp->type == CHPP_QPT_RC && (pkt->flags & CHPP_WIRE_F_ACK_REQ) &&
         pkt->op != CHPP_OP_ATOMIC_CS && pkt->op != CHPP_OP_ATOMIC_FA) {
-        chpp_resp_reply(s, qp, pkt, CHPP_OP_ACK, pkt->psn, 0, 0);
+        chpp_resp_ack(s, qp, pkt);
     }
 }
 

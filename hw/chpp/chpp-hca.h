@@ -200,6 +200,12 @@ typedef struct ChppQpEngine {
      * (each stream stays in order); not migrated
      */
     int64_t tx_due[2];
+    /*
+     * The ACK this QP owes for the requests of the engine's current run
+     * (chpp_resp_acks_send()); not migrated: every run sends its ACKs
+     */
+    bool ack_owed;
+    uint32_t ack_psn;
 } ChppQpEngine;
 
 /* Retry counts of a QP (retry_cnt, rnr_retry): 3 bits, 7 = no limit. */
@@ -513,6 +519,8 @@ struct ChppHcaState {
     bool engine_running;        /* chpp_engine_run() is on the stack */
     QEMUTimer *engine_timer;
     QEMUTimer **qp_timers;      /* num_qps, outside ChppQp: QP resets clear */
+    uint32_t *acks_owed;        /* num_qps: QPs owing an ACK, this run */
+    uint32_t n_acks_owed;
     GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
     GQueue *link_rx[CHPP_NUM_VCS];  /* decoded ChppPkt from the link per VC */
     GQueue *timed_rx;           /* timing mode: loopback frames not due yet */

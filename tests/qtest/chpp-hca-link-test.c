@@ -1116,6 +1116,79 @@ static void test_poll_owns_socket(void)
 }
 
 /*
+ * @n posts PUTs @first..@first + @count - 1 (wr_id = index, 64 bytes each
+ * from its buffer @nb at 64 x index to @peer's @pb) with one doorbell; the
+ * one at @bad_at (if below @count) with a wrong rkey.
+ */
+static void put_burst(Node *n, uint64_t nb, uint32_t nk, uint64_t pb,
+                      uint32_t pk, uint32_t first, uint32_t count,
+                      uint32_t bad_at)
+{
+    ChppWqeBuf *w[16];
+    uint32_t i;
+
+    g_assert_cmpuint(count, <=, ARRAY_SIZE(w));
+    for (i = 0; i < count; i++) {
+        uint32_t k = first + i;
+
+        w[i] = chpp_wqe_new(CHPP_WQE_PUT, CHPP_WQE_SIGNALED, k, 0);
+        chpp_wqe_raddr(w[i], pb + 64 * k, i == bad_at ? pk ^ 0x100 : pk);
+        chpp_wqe_sge(w[i], nb + 64 * k, 64, nk);
+    }
+    chpp_post_sends(n->d, &n->qp, w, count, true);
+}
+
+/*
+ * ACKs coalesce (docs/work-requests.md, "Acknowledgements"): A posts 8
+ * PUTs with one doorbell, written to the socket at once; B's engine takes
+ * them in one run and answers with one cumulative ACK, which completes
+ * all 8 at A, in order.  Then 4 PUTs and a fifth with a wrong rkey in one
+ * run at B: the 4 succeed (the ACK owed for them goes before the NAK) and
+ * the fifth fails.  In timing mode every request has its own ACK.
+ */
+static void test_acks_coalesced(void)
+{
+    Node a, b;
+    uint64_t ab, bb;
+    uint32_t ak, bk, rx0, rx, i;
+
+    pair_start(&a, &b, "ackco");
+    wait_link(&a, &b, true);
+    pair_connect(&a, &b, 0, 20, 3);
+    ab = node_buf(&a, 4096, &ak);
+    bb = node_buf(&b, 4096, &bk);
+    chpp_fill(a.d, ab, 64 * 8, 0x91);
+
+    rx0 = chpp_counter(a.d, CHPP_CNT_PKTS_RX);
+    put_burst(&a, ab, ak, bb, bk, 0, 8, UINT32_MAX);
+    for (i = 0; i < 8; i++) {
+        expect2(&a, &b, SCQ, i, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    }
+    chpp_check(b.d, bb, 64 * 8, 0x91);
+    rx = chpp_counter(a.d, CHPP_CNT_PKTS_RX) - rx0;
+    if (chpp_timing_on()) {
+        g_assert_cmpuint(rx, ==, 8);
+    } else {
+        /* One run, one ACK (two if B's reader split the burst). */
+        g_assert_cmpuint(rx, >=, 1);
+        g_assert_cmpuint(rx, <=, 2);
+    }
+
+    put_burst(&a, ab, ak, bb, bk, 8, 5, 4);
+    for (i = 8; i < 12; i++) {
+        expect2(&a, &b, SCQ, i, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    }
+    expect2(&a, &b, SCQ, 12, CHPP_CQE_OP_RDMA_WRITE, CHPP_WC_REM_ACCESS_ERR,
+            0);
+    for (i = 0; i < 2; i++) {
+        Node *n = i ? &b : &a;
+
+        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
+    }
+    pair_stop(&a, &b);
+}
+
+/*
  * A peer's last words: it sends a HELLO with our own node id and closes at
  * once, again and again.  Every HELLO is still parsed, and refused, though
  * the chardev may see the hang-up before the reader thread's bytes are
@@ -1213,6 +1286,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
     qtest_add_func("/chpp-hca/link/doorbell-hold", test_doorbell_hold);
     qtest_add_func("/chpp-hca/link/poll-owns-socket", test_poll_owns_socket);
+    qtest_add_func("/chpp-hca/link/acks-coalesced", test_acks_coalesced);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
                    test_chardev_ops);
