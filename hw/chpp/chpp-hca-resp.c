@@ -76,14 +76,20 @@ static void chpp_resp_ack_send(ChppHcaState *s, ChppQp *qp)
  */
 static void chpp_resp_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
-    if (chpp_timing_active(s) || !s->engine_running) {
+    /*
+     * A QP is listed once per run, however often its ACK is sent before
+     * the end (a peer alternating new and duplicate requests).
+     */
+    if (chpp_timing_active(s) || !s->engine_running ||
+        (!qp->eng.ack_listed && s->n_acks_owed == s->params.num_qps)) {
         chpp_resp_reply(s, qp, pkt, CHPP_OP_ACK, pkt->psn, 0, 0);
         return;
     }
-    if (!qp->eng.ack_owed) {
-        qp->eng.ack_owed = true;
+    if (!qp->eng.ack_listed) {
+        qp->eng.ack_listed = true;
         s->acks_owed[s->n_acks_owed++] = chpp_qpn(s, qp);
     }
+    qp->eng.ack_owed = true;
     qp->eng.ack_psn = pkt->psn;
 }
 
@@ -100,6 +106,7 @@ void chpp_resp_acks_send(ChppHcaState *s)
             chpp_resp_ack_send(s, qp);
         }
         qp->eng.ack_owed = false;
+        qp->eng.ack_listed = false;
     }
     s->n_acks_owed = 0;
 }

@@ -205,6 +205,7 @@ typedef struct ChppQpEngine {
      * (chpp_resp_acks_send()); not migrated: every run sends its ACKs
      */
     bool ack_owed;
+    bool ack_listed;            /* in ChppHcaState.acks_owed, this run */
     uint32_t ack_psn;
 } ChppQpEngine;
 

@@ -107,6 +107,20 @@ static void peer_rec(Peer *p, uint8_t type, uint8_t vc, const void *data,
     }
 }
 
+/* Append frame @f as a record to @out, to be written in one go. */
+static void peer_frame_to(GByteArray *out, const ChppFrm *f)
+{
+    GByteArray *ba = chpp_frm_build(f);
+    struct chpp_link_rec rec = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = CHPP_LINK_FRAME,
+        .vc = f->vc, .len = cpu_to_le32(ba->len),
+    };
+
+    g_byte_array_append(out, (const uint8_t *)&rec, sizeof(rec));
+    g_byte_array_append(out, ba->data, ba->len);
+    g_byte_array_unref(ba);
+}
+
 /* Read exactly @len bytes (bounded wait); false at end of stream. */
 static bool peer_read(Peer *p, void *buf, size_t len)
 {
@@ -798,6 +812,64 @@ static void test_zero_credit_duplicates(void)
 }
 
 /*
+ * (c) ACKs coalesce per engine run with one entry per QP in the run's list
+ * (num_qps entries): the peer writes, in one go, 100 new WRITEs that ask
+ * for an ACK, each followed by its duplicate, whose ACK is sent at once
+ * and takes the owed one along.  Before the fix the QP was listed again
+ * after each such answer, past the end of the list (ASan: heap overflow).
+ * Every WRITE is executed once, and the peer's last ACK covers the last.
+ */
+static void test_ack_owed_duplicates(void)
+{
+    Peer p;
+    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppDev *d = node_start(&p, "ack-dup", "", &a, 4096);
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    uint64_t buf = guest_alloc(&d->qs->alloc, 4096);
+    uint32_t rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, buf, 4096,
+                                   CHPP_MPT_LOCAL_WRITE |
+                                   CHPP_MPT_REMOTE_WRITE);
+    uint32_t i, n = 100, last = 0;
+    uint8_t rec[REC_MAX];
+    int64_t end;
+
+    chpp_node_qp(&a, 2, 0x33, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+    for (i = 0; i < 2 * n; i++) {
+        ChppFrm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN + i / 2);
+
+        f.flags |= CHPP_WIRE_F_ACK_REQ;
+        f.va = buf;
+        f.rkey = rkey;
+        f.len = f.msg_len = 8;
+        peer_frame_to(out, &f);
+    }
+    peer_write(&p, out->data, out->len);
+    wait_counter(d, CHPP_CNT_LINK_RX_FRAMES, 2 * n);
+    wait_link_state(d, "rx-queued-vc0", 0);
+    /* The answers: ACKs only, the last for the last WRITE. */
+    end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (last != QP_PSN + n - 1) {
+        uint8_t type = peer_read_rec(&p, rec, sizeof(rec));
+
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (type == CHPP_LINK_FRAME) {
+            g_assert_cmpuint(rec[CHPP_WIRE_HDR_SIZE +
+                                 offsetof(struct chpp_wire_ext, op)], ==,
+                             CHPP_OP_ACK);
+            last = ldl_le_p(rec + CHPP_WIRE_HDR_SIZE +
+                            offsetof(struct chpp_wire_ext, psn));
+        } else {
+            g_assert_cmpuint(type, ==, CHPP_LINK_CREDIT);
+        }
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+    g_assert(link_up(d));
+    peer_close(&p);
+    chpp_stop(d);
+}
+
+/*
  * (b) The peer grants credits but never reads its socket, and asks for the
  * same 1 MiB GET again and again (each duplicate is answered anew).
  * Before the fix every answer went to the write queue (8 MiB here).  It
@@ -984,6 +1056,8 @@ int main(int argc, char **argv)
                    test_magic_guessing);
     qtest_add_func("/chpp-hca/link-hostile/zero-credit-duplicates",
                    test_zero_credit_duplicates);
+    qtest_add_func("/chpp-hca/link-hostile/ack-owed-duplicates",
+                   test_ack_owed_duplicates);
     qtest_add_func("/chpp-hca/link-hostile/peer-never-reads",
                    test_peer_never_reads);
     qtest_add_func("/chpp-hca/link-hostile/refuse-text", test_refuse_text);
