@@ -234,15 +234,9 @@ static void chpp_engine_run(void *opaque)
 }
 
 /*
- * A doorbell was queued: serve it now, in the thread that rang it (a
- * vCPU's MMIO write), as an adapter starts at once.  The bottom half would
- * wait for the main loop, which on a busy host waits behind the vCPUs that
- * spin on their completion queues.  The run is guarded as the bottom half
- * is (our own MMIO is refused meanwhile), and what it queued for the link
- * is written before the vCPU returns to the guest.  In timing mode and
- * with engine-delay-ns a clock paces the engine: it runs from its timer.
+ * The engine may run in the caller's thread: not in timing mode or with
+ * engine-delay-ns (a clock paces it), not stopped, not already running.
  */
-/* Not in timing mode or with engine-delay-ns: a clock paces the engine. */
 static bool chpp_engine_direct(ChppHcaState *pf)
 {
     return !chpp_timing_active(pf) && !pf->params.engine_delay_ns &&
@@ -266,6 +260,16 @@ static void chpp_engine_call(ChppHcaState *pf, void (*fn)(void *),
     }
 }
 
+/*
+ * A doorbell was queued: serve it now, in the thread that rang it (a
+ * vCPU's MMIO write), as an adapter starts at once.  The bottom half would
+ * wait for the main loop, which on a busy host waits behind the vCPUs that
+ * spin on their completion queues.  The run is guarded as the bottom half
+ * is (our own MMIO is refused meanwhile), and what it queued for the link
+ * is written before the vCPU returns to the guest (or, while software
+ * busy-polls, at its next poll).  In timing mode and with engine-delay-ns
+ * a clock paces the engine: it runs from its timer.
+ */
 void chpp_engine_doorbell(ChppHcaState *pf)
 {
     if (!chpp_engine_direct(pf)) {
