@@ -251,6 +251,13 @@ bench_run() {
     vtry "$name" 300 "$@"
     vrc=$?
     row=$(perf_row "$name" "$sz")
+    # perftest's warnings (its CPU-frequency check) go to the console.
+    grep -iE 'warn|conflict' "/tmp/$name.log" | head -n 3 | sed "s/^/chpp-bench-note: $key: /"
+    # A row of zeros (seen now and then in the first run of a boot): the
+    # whole output, to find out why.
+    if echo "$row" | awk '{ exit !(NF >= 5 && $4 == 0) }'; then
+        sed "s/^/chpp-bench-note: $key: /" "/tmp/$name.log" | tail -n 40
+    fi
     if [ $vrc = 0 ] && [ -n "$row" ]; then
         say "chpp-bench: $key $row"
     else
