@@ -837,6 +837,39 @@ static void no_cqe_for(Node *n, unsigned ms)
 }
 
 /*
+ * A and B linked with extra device properties @props, QP 0 connected
+ * (ACK timeout 4 s, above the tests' holds), a 4 KiB buffer each.
+ */
+static void linked_pair(Node *a, Node *b, const char *name, const char *props,
+                        uint64_t *ab, uint32_t *ak, uint64_t *bb,
+                        uint32_t *bk)
+{
+    node_props = props;
+    pair_start(a, b, name);
+    node_props = "";
+    wait_link(a, b, true);
+    pair_connect(a, b, 0, 20, 3);
+    *ab = node_buf(a, 4096, ak);
+    *bb = node_buf(b, 4096, bk);
+}
+
+/*
+ * Neither node dropped a frame, lost the link or sent a request twice
+ * (every ACK came before its requester's timeout).
+ */
+static void assert_clean(Node *a, Node *b)
+{
+    Node *n[2] = { a, b };
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_LINK_DOWNS), ==, 0);
+        g_assert_cmpuint(chpp_counter(n[i]->d, CHPP_CNT_RETRANSMITS), ==, 0);
+    }
+}
+
+/*
  * B talks (it PUTs 8 bytes to A, wr_id 100 + @wr_id, and polls until that
  * completes: ACKs are held only where software also rings doorbells), then
  * busy-polls (32 reads of CHPP_UAR_DB_STATUS), then A PUTs 64 bytes of
@@ -875,13 +908,9 @@ static void test_ack_hold(void)
     uint32_t ak, bk;
     int i;
 
-    node_props = ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000";
-    pair_start(&a, &b, "ackhold");
-    node_props = "";
-    wait_link(&a, &b, true);
-    pair_connect(&a, &b, 0, 20, 3);     /* ACK timeout 4 s: above the hold */
-    ab = node_buf(&a, 4096, &ak);
-    bb = node_buf(&b, 4096, &bk);
+    linked_pair(&a, &b, "ackhold",
+                ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000",
+                &ab, &ak, &bb, &bk);
     if (chpp_timing_on()) {
         /* The timing model's clock sends frames: nothing is held. */
         busy_put(&a, ab, ak, &b, bb, bk, 0, 0x61, 1);
@@ -936,14 +965,7 @@ static void test_ack_hold(void)
     g_assert_cmpuint(link_state_u64(&b, "acks-held-timed-out"), ==, 2);
 
     g_assert_cmpuint(link_state_u64(&a, "acks-held"), ==, 0);
-    for (i = 0; i < 2; i++) {
-        Node *n = i ? &b : &a;
-
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_LINK_DOWNS), ==, 0);
-        /* Every ACK came before A's timeout: no request went twice. */
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
-    }
+    assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
 
@@ -982,13 +1004,9 @@ static void test_doorbell_hold(void)
     uint32_t ak, bk;
     int i, step;
 
-    node_props = ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000";
-    pair_start(&a, &b, "dbhold");
-    node_props = "";
-    wait_link(&a, &b, true);
-    pair_connect(&a, &b, 0, 20, 3);     /* ACK timeout 4 s: above the hold */
-    ab = node_buf(&a, 4096, &ak);
-    bb = node_buf(&b, 4096, &bk);
+    linked_pair(&a, &b, "dbhold",
+                ",link-ack-hold-us=1000000,x-link-poll-idle-us=300000",
+                &ab, &ak, &bb, &bk);
 
     for (step = 1; step <= 3; step++) {
         uint8_t pat = 0x70 + step;
@@ -1033,13 +1051,7 @@ static void test_doorbell_hold(void)
         poll_db_status = false;
     }
     g_assert_cmpuint(link_state_u64(&a, "requests-held"), ==, 0);
-    for (i = 0; i < 2; i++) {
-        Node *n = i ? &b : &a;
-
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_LINK_DOWNS), ==, 0);
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
-    }
+    assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
 
@@ -1058,13 +1070,8 @@ static void test_poll_owns_socket(void)
     uint32_t ak, bk;
     int i;
 
-    node_props = ",x-link-poll-idle-us=300000";
-    pair_start(&a, &b, "pollown");
-    node_props = "";
-    wait_link(&a, &b, true);
-    pair_connect(&a, &b, 0, 20, 3);
-    ab = node_buf(&a, 4096, &ak);
-    bb = node_buf(&b, 4096, &bk);
+    linked_pair(&a, &b, "pollown", ",x-link-poll-idle-us=300000",
+                &ab, &ak, &bb, &bk);
 
     /* 1. B busy-polls: its polls read A's PUT, its thread does not. */
     for (i = 0; i < 32; i++) {
@@ -1106,12 +1113,7 @@ static void test_poll_owns_socket(void)
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 20 * G_USEC_PER_SEC);
     g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
     expect2(&a, NULL, SCQ, 3, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
-    for (i = 0; i < 2; i++) {
-        Node *n = i ? &b : &a;
-
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_PKTS_DROPPED), ==, 0);
-        g_assert_cmpuint(chpp_counter(n->d, CHPP_CNT_RETRANSMITS), ==, 0);
-    }
+    assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
 
@@ -1152,11 +1154,7 @@ static void test_acks_coalesced(void)
     uint64_t ab, bb;
     uint32_t ak, bk, rx0, rx, i;
 
-    pair_start(&a, &b, "ackco");
-    wait_link(&a, &b, true);
-    pair_connect(&a, &b, 0, 20, 3);
-    ab = node_buf(&a, 4096, &ak);
-    bb = node_buf(&b, 4096, &bk);
+    linked_pair(&a, &b, "ackco", "", &ab, &ak, &bb, &bk);
     chpp_fill(a.d, ab, 64 * 8, 0x91);
 
     rx0 = chpp_counter(a.d, CHPP_CNT_PKTS_RX);
