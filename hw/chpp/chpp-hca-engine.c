@@ -601,8 +601,7 @@ int chpp_engine_check_load(ChppHcaState *s)
             return chpp_refuse(s, "QP %u: eng.infl_count %u in state %u", i,
                                eng->infl_count, qp->state);
         }
-        if (eng->rd_count &&
-            (qp->state < CHPP_QPS_RTR || qp->state > CHPP_QPS_SQE)) {
+        if (eng->rd_count && !chpp_qp_receives(qp)) {
             return chpp_refuse(s, "QP %u: eng.rd_count %u in state %u", i,
                                eng->rd_count, qp->state);
         }

@@ -367,13 +367,13 @@ static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
 static void chpp_link_rx_bh(void *opaque)
 {
     ChppHcaState *s = opaque;
+    bool direct;
 
     /* The engine serves what the parse queued in this run (no wake-ups). */
-    if (chpp_upcalls.rx_begin(s)) {
-        chpp_link_rx_parse(s, false);
+    direct = chpp_upcalls.rx_begin(s);
+    chpp_link_rx_parse(s, false);
+    if (direct) {
         chpp_upcalls.rx_end(s);
-    } else {
-        chpp_link_rx_parse(s, false);
     }
     chpp_stream_hold_expired(s);
 }
@@ -432,10 +432,10 @@ static void chpp_link_last_words_run(void *opaque)
 
 /*
  * The peer hung up (not this side, chpp_stream_disconnect()): parse what it
- * sent before (its
- * HELLO, its REFUSE), which the reader thread's bottom half may not have
- * reached yet.  Nothing may disconnect the chardev meanwhile (it tells us
- * holding its write lock); answers written go to the closed socket and fail.
+ * sent before (its HELLO, its REFUSE), which the reader thread's bottom
+ * half may not have reached yet.  Nothing may disconnect the chardev
+ * meanwhile (it tells us holding its write lock); answers written go to the
+ * closed socket and fail.
  */
 static void chpp_link_last_words(ChppHcaState *s)
 {

@@ -101,8 +101,7 @@ void chpp_resp_acks_send(ChppHcaState *s)
         ChppQp *qp = &s->qps[s->acks_owed[i]];
 
         /* A QP that left the states that answer since owes nothing. */
-        if (qp->eng.ack_owed && qp->state >= CHPP_QPS_RTR &&
-            qp->state <= CHPP_QPS_SQE) {
+        if (qp->eng.ack_owed && chpp_qp_receives(qp)) {
             chpp_resp_ack_send(s, qp);
         }
         qp->eng.ack_owed = false;
@@ -501,8 +500,7 @@ void chpp_resp_pump(ChppHcaState *s, ChppQp *qp)
 {
     uint32_t mtu = chpp_mtu_bytes(qp->path_mtu);
 
-    while (qp->eng.rd_count && qp->state >= CHPP_QPS_RTR &&
-           qp->state <= CHPP_QPS_SQE) {
+    while (qp->eng.rd_count && chpp_qp_receives(qp)) {
         ChppReadResp *r = chpp_rd(qp, 0);
         uint32_t npkts = MAX(1, DIV_ROUND_UP(r->len, mtu));
         uint32_t i = r->sent, off = i * mtu;
@@ -789,7 +787,7 @@ static void chpp_resp_mcast(ChppHcaState *s, ChppPkt *pkt)
     for (i = 0; i < n; i++) {
         ChppQp *qp = chpp_qp_lookup(s, qpn[i]);
 
-        if (qp && qp->state >= CHPP_QPS_RTR && qp->state <= CHPP_QPS_SQE) {
+        if (qp && chpp_qp_receives(qp)) {
             chpp_resp_ud(s, qp, pkt);
             got++;
         }
@@ -811,7 +809,7 @@ void chpp_resp_packet(ChppHcaState *s, ChppPkt *pkt)
     }
     qp = chpp_qp_lookup(s, pkt->dst_qpn);
 
-    if (!qp || qp->state < CHPP_QPS_RTR || qp->state > CHPP_QPS_SQE) {
+    if (!qp || !chpp_qp_receives(qp)) {
         chpp_resp_drop(s, pkt, "QP cannot receive");
         return;
     }

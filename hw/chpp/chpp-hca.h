@@ -584,6 +584,12 @@ static inline ChppQp *chpp_qp_lookup(ChppHcaState *s, uint32_t qpn)
     return qpn < s->params.num_qps ? &s->qps[qpn] : NULL;
 }
 
+/* @qp's responder takes packets and answers them: RTR, RTS, SQD, SQE. */
+static inline bool chpp_qp_receives(const ChppQp *qp)
+{
+    return qp->state >= CHPP_QPS_RTR && qp->state <= CHPP_QPS_SQE;
+}
+
 static inline uint32_t chpp_qpn(ChppHcaState *s, const ChppQp *qp)
 {
     return qp - s->qps;
