@@ -269,6 +269,15 @@ bench_run() {
     fi
 }
 
+# bench_sizes TOOL SIZE...: the message sizes TOOL is run with (an atomic
+# is 8 bytes); bench_size_arg TOOL SIZE: perftest's size option for it.
+bench_sizes() {
+    case "$1" in atomic_*) echo 8 ;; *) shift; echo "$@" ;; esac
+}
+bench_size_arg() {
+    case "$1" in atomic_*) ;; *) echo "-s $2" ;; esac
+}
+
 verbs_bench() {
     dev=$1 iters=$2
     shift 2
@@ -276,13 +285,14 @@ verbs_bench() {
     only=$(chpp_arg bench_only)
     # Message rate: -n messages per QP, several in flight (perftest's
     # default of 128 posted); MsgRate is the row's 5th column (Mpps).
-    for t in write_bw send_bw; do
+    # Atomics are 8 bytes (perftest refuses -s for them).
+    for t in write_bw send_bw atomic_bw; do
         case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
         for q in 1 4; do
-            for sz in 2 64; do
+            for sz in $(bench_sizes "$t" 2 64); do
                 name="b${dev}$(echo "$t" | tr -d _)s${sz}q$q"
                 c0=$(transport_counters "$dev")
-                bench_run "$name" "$sz" "$dev $t $sz $q" "ib_$t" -d "$dev" -F -s "$sz" -q "$q" -n "$iters" "$@"
+                bench_run "$name" "$sz" "$dev $t $sz $q" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -q "$q" -n "$iters" "$@"
                 # perftest's inline size and depths; the requester's counters.
                 inl=$(sed -n 's/.*Max inline data *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
                 txd=$(sed -n 's/.*TX depth *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
@@ -292,11 +302,11 @@ verbs_bench() {
         done
     done
     # Latency: one message at a time, t_typical the row's 5th column.
-    for t in write_lat read_lat send_lat; do
+    for t in write_lat read_lat send_lat atomic_lat; do
         case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
-        for sz in 2 4096; do
+        for sz in $(bench_sizes "$t" 2 4096); do
             name="b${dev}$(echo "$t" | tr -d _)s$sz"
-            bench_run "$name" "$sz" "$dev $t $sz 1" "ib_$t" -d "$dev" -F -s "$sz" -n 2000 "$@"
+            bench_run "$name" "$sz" "$dev $t $sz 1" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -n 2000 "$@"
         done
     done
 }

@@ -3,8 +3,10 @@
 # driver guests, first on chpp-hca (chpp0, the chpp provider, the socket
 # link) and then, in the same boot, on soft-RoCE (rdma_rxe on the guests'
 # virtio-net control network, the kernel's software RDMA):
-#   - message rate: ib_write_bw and ib_send_bw, 2 B and 64 B, on 1 and 4 QPs;
-#   - latency: ib_write_lat, ib_read_lat, ib_send_lat at 2 B and 4 KiB;
+#   - message rate: ib_write_bw and ib_send_bw, 2 B and 64 B, and
+#     ib_atomic_bw (8 B), on 1 and 4 QPs;
+#   - latency: ib_write_lat, ib_read_lat, ib_send_lat at 2 B and 4 KiB,
+#     ib_atomic_lat (8 B);
 # and the baselines of the same run: the host's 64 B round trip between two
 # processes over a unix socket (tests/bench/chpp-sock-rtt.c, before and
 # after the guests; the lower median counts) and a null MMIO exit in the
@@ -17,15 +19,16 @@
 #
 #   scripts/lib/bench-verbs.sh [--iters N] [--only T,...] [pair.sh options]
 #       --iters N   messages per QP in the message-rate runs (default 20000)
-#       --only T,.. only these perftest tools (write_bw, send_bw, write_lat,
-#                   read_lat, send_lat), on both devices: a quicker look
+#       --only T,.. only these perftest tools (write_bw, send_bw, atomic_bw,
+#                   write_lat, read_lat, send_lat, atomic_lat), on both
+#                   devices: a quicker look
 #       --no-rxe    chpp-hca only (soft-RoCE's columns read "-")
 # A tool that fails or times out in the guest reads "failed" in the table
 # and the run goes on.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ITERS=20000 ONLY=write_bw,send_bw,write_lat,read_lat,send_lat RXE=1
+ITERS=20000 ONLY=write_bw,send_bw,atomic_bw,write_lat,read_lat,send_lat,atomic_lat RXE=1
 while :; do
     case "${1:-}" in
         --iters) ITERS=$2; shift 2 ;;
@@ -91,10 +94,12 @@ echo "BENCH test=verbs_baseline sock_rtt_us=$rtt sock_oneway_us=$oneway mmio_rea
 BL=()
 echo
 printf '%-30s %11s %11s %9s %12s %12s\n' "message rate, Mmsg/s" chpp-hca soft-RoCE chpp/rxe "chpp/MMIO" "rxe/MMIO"
-for t in write_bw send_bw; do
+# Atomics are 8 bytes.
+sizes() { case "$1" in atomic_*) echo 8 ;; *) shift; echo "$@" ;; esac; }
+for t in write_bw send_bw atomic_bw; do
     wanted $t || continue
     for q in 1 4; do
-        for sz in 2 64; do
+        for sz in $(sizes $t 2 64); do
             a=$(col chpp0 $t $sz $q 5) b=$(col rxe0 $t $sz $q 5)
             printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B, $q QP" "$a" "$b" \
                 "$(ratio 'a / b' "$a" "$b" '%.2fx')" \
@@ -107,9 +112,9 @@ done
 echo "(x/MMIO: the time per message over the null MMIO write's; 1 would be one message per MMIO exit)"
 echo
 printf '%-30s %11s %11s %9s %12s %12s\n' "latency, usec typical" chpp-hca soft-RoCE rxe/chpp "chpp/1-way" "rxe/1-way"
-for t in write_lat read_lat send_lat; do
+for t in write_lat read_lat send_lat atomic_lat; do
     wanted $t || continue
-    for sz in 2 4096; do
+    for sz in $(sizes $t 2 4096); do
         a=$(col chpp0 $t $sz 1 5) b=$(col rxe0 $t $sz 1 5)
         printf '%-30s %11s %11s %9s %12s %12s\n' "ib_$t $sz B" "$a" "$b" \
             "$(ratio 'b / a' "$a" "$b" '%.2fx')" \
