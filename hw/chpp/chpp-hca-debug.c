@@ -393,6 +393,8 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
            s->link.io ? chpp_link_io_pulls(s->link.io) : 0);
     sv_u64(&sv, "reader-reads",
            s->link.io ? chpp_link_io_reads(s->link.io) : 0);
+    sv_u64(&sv, "loop-reads",
+           s->link.io ? chpp_link_io_loop_reads(s->link.io) : 0);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);
     sv_u64(&sv, "requests-held", s->link.requests_held);

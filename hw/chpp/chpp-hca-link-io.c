@@ -18,7 +18,10 @@
  * and its move of tail happen under rx_lock, so the bytes stay in socket
  * order; bytes between head and tail are never written, so the consumer
  * parses them in place.  While a vCPU busy-polls, the thread stays off the
- * socket altogether (chpp_link_io_away()).
+ * socket altogether (chpp_link_io_away()).  On a quiet link (small reads,
+ * nobody polls) the main loop reads the socket itself, so that a message
+ * wakes one thread here, not the reader and then the main loop
+ * (chpp_link_io_loop_read()); a large read or a poll gives it back.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,6 +40,9 @@ struct ChppLinkIo {
     EventNotifier wake;         /* main loop -> thread: stop, or room */
     QemuThread thread;
     QEMUBH *bh;                 /* thread -> main loop: bytes or EOF */
+    QEMUBH *settle_bh;          /* thread -> main loop: who reads changed */
+    IOHandler *write_cb;        /* the writer's, for a full socket */
+    void *write_opaque;
     QemuMutex rx_lock;          /* one producer at a time: recv + tail */
     uint8_t *ring;
     uint32_t size;              /* of the ring: a power of two */
@@ -55,6 +61,9 @@ struct ChppLinkIo {
     int64_t idle_ns;            /* polls further apart end busy polling */
     bool asleep;                /* the thread waits without a timeout */
     bool away;                  /* the thread left the socket to a vCPU */
+    bool loop;                  /* the main loop reads the socket */
+    bool loop_watch;            /* its read handler is set (main loop) */
+    uint32_t loop_reads;        /* reads by the main loop that got bytes */
     bool joined;                /* the thread ended: chpp_link_io_drain() */
 };
 
@@ -139,6 +148,53 @@ static bool chpp_link_io_away(ChppLinkIo *io, GPollFD *pfd)
     return true;
 }
 
+/*
+ * A read of @n bytes says the link is quiet: what came in one wake-up is
+ * small, nobody polls and nothing is held.  Then the main loop reads, as
+ * the parse and the engine run there anyway.
+ */
+static bool chpp_link_io_quiet(ChppLinkIo *io, ssize_t n)
+{
+    return n < MIN(CHPP_LINK_IO_QUIET_BYTES, io->size / 4) &&
+           !qatomic_read(&io->hold_deadline) &&
+           !chpp_link_io_polled(io, get_clock());
+}
+
+/* Who reads the socket changes; the main loop sets its handler to match. */
+static void chpp_link_io_loop_set(ChppLinkIo *io, bool loop)
+{
+    if (qatomic_read(&io->loop) != loop) {
+        qatomic_set(&io->loop, loop);
+        qemu_bh_schedule(io->settle_bh);
+    }
+}
+
+/*
+ * The main loop reads the socket: wait on the notifier only, until it
+ * gives the socket back, or ACKs are held or a vCPU polls (the thread
+ * then takes it back: the polls and the held ACKs' deadline are its
+ * business).
+ */
+static bool chpp_link_io_loop_wait(ChppLinkIo *io, GPollFD *pfd)
+{
+    if (!qatomic_read(&io->loop)) {
+        return false;
+    }
+    qatomic_set(&io->asleep, true);
+    /* Pairs with the barrier in chpp_link_io_hold(). */
+    smp_mb();
+    if (qatomic_read(&io->hold_deadline) ||
+        chpp_link_io_polled(io, get_clock())) {
+        qatomic_set(&io->asleep, false);
+        chpp_link_io_loop_set(io, false);
+        return false;
+    }
+    g_poll(pfd, 1, -1);
+    qatomic_set(&io->asleep, false);
+    event_notifier_test_and_clear(&io->wake);
+    return true;
+}
+
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
@@ -163,7 +219,7 @@ static void *chpp_link_io_thread(void *opaque)
             qatomic_set(&io->wait_room, false);
             continue;
         }
-        if (chpp_link_io_away(io, pfd)) {
+        if (chpp_link_io_away(io, pfd) || chpp_link_io_loop_wait(io, pfd)) {
             continue;
         }
         qemu_mutex_lock(&io->rx_lock);
@@ -173,6 +229,9 @@ static void *chpp_link_io_thread(void *opaque)
             trace_chpp_hca_link_io_read(n, false);
             qatomic_set(&io->reads, io->reads + 1);
             qemu_bh_schedule(io->bh);
+            if (chpp_link_io_quiet(io, n)) {
+                chpp_link_io_loop_set(io, true);
+            }
             continue;
         }
         if (n == 0) {
@@ -189,6 +248,71 @@ static void *chpp_link_io_thread(void *opaque)
     qatomic_store_release(&io->eof, true);
     qemu_bh_schedule(io->bh);
     return NULL;
+}
+
+static void chpp_link_io_loop_read(void *opaque);
+
+/* The writer's handler, for a full socket. */
+static void chpp_link_io_writable(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+
+    io->write_cb(io->write_opaque);
+}
+
+/* The descriptor's handlers as the reader and the writer want them. */
+static void chpp_link_io_handlers(ChppLinkIo *io)
+{
+    qemu_set_fd_handler(io->fd, io->loop_watch ? chpp_link_io_loop_read : NULL,
+                        io->write_cb ? chpp_link_io_writable : NULL, io);
+}
+
+static void chpp_link_io_settle(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+    bool loop = qatomic_read(&io->loop) && !io->joined;
+
+    if (loop != io->loop_watch) {
+        io->loop_watch = loop;
+        chpp_link_io_handlers(io);
+    }
+}
+
+/* The main loop gives the socket back to the thread. */
+static void chpp_link_io_loop_end(ChppLinkIo *io)
+{
+    qatomic_set(&io->loop, false);
+    chpp_link_io_settle(io);
+    event_notifier_set(&io->wake);
+}
+
+/*
+ * The socket is readable and the link quiet: read here and parse in the
+ * next main-loop iteration (the bottom half; no thread wakes).  A large
+ * read (a bulk transfer: the thread reads while the main loop parses), a
+ * full ring, a poll, the end of the stream or an error give the socket
+ * back to the thread, which handles them as before.
+ */
+static void chpp_link_io_loop_read(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+    ssize_t n;
+
+    qemu_mutex_lock(&io->rx_lock);
+    n = chpp_link_io_recv(io);
+    qemu_mutex_unlock(&io->rx_lock);
+    if (n > 0) {
+        trace_chpp_hca_link_io_loop_read(n);
+        qatomic_set(&io->loop_reads, io->loop_reads + 1);
+        qemu_bh_schedule(io->bh);
+        if (chpp_link_io_quiet(io, n)) {
+            return;
+        }
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                         errno == EINTR)) {
+        return;
+    }
+    chpp_link_io_loop_end(io);
 }
 
 ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
@@ -213,12 +337,14 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
     io->bh = bh;
+    io->settle_bh = qemu_bh_new(chpp_link_io_settle, io);
     io->idle_ns = idle_us * SCALE_US;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
     qemu_mutex_init(&io->rx_lock);
     if (event_notifier_init(&io->wake, false) < 0) {
+        qemu_bh_delete(io->settle_bh);
         qemu_mutex_destroy(&io->rx_lock);
         close(fd);
         g_free(io->ring);
@@ -248,6 +374,7 @@ static void chpp_link_io_join(ChppLinkIo *io)
 void chpp_link_io_drain(ChppLinkIo *io)
 {
     chpp_link_io_join(io);
+    chpp_link_io_settle(io);
     while (chpp_link_io_recv(io) > 0) {
         /* up to the ring's room; the rest is lost with the connection */
     }
@@ -260,6 +387,7 @@ void chpp_link_io_stop(ChppLinkIo *io)
     }
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
     chpp_link_io_join(io);
+    qemu_bh_delete(io->settle_bh);
     event_notifier_cleanup(&io->wake);
     qemu_mutex_destroy(&io->rx_lock);
     close(io->fd);
@@ -287,6 +415,11 @@ uint32_t chpp_link_io_reads(ChppLinkIo *io)
     return qatomic_read(&io->reads);
 }
 
+uint32_t chpp_link_io_loop_reads(ChppLinkIo *io)
+{
+    return io->loop_reads;
+}
+
 /*
  * A vCPU polls the device: read what the socket holds now, unless the
  * thread is reading (it delivers those bytes itself).  The end of the
@@ -304,6 +437,10 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
         qatomic_set(&io->streak, 1);
     }
     qatomic_set(&io->last_pull, now);
+    /* Busy polling began: the main loop must not wake for the peer's bytes. */
+    if (io->loop_watch && chpp_link_io_polled(io, now)) {
+        chpp_link_io_loop_end(io);
+    }
     if (qemu_mutex_trylock(&io->rx_lock)) {
         return 0;
     }
@@ -406,5 +543,7 @@ ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
 
 void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque)
 {
-    qemu_set_fd_handler(io->fd, NULL, cb, opaque);
+    io->write_cb = cb;
+    io->write_opaque = opaque;
+    chpp_link_io_handlers(io);
 }

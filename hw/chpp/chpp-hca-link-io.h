@@ -31,6 +31,14 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_POLL_IDLE_US  500     /* property x-link-poll-idle-us */
 
 /*
+ * A read smaller than this (and than a quarter of the ring), with nobody
+ * polling, hands the socket to the main loop (a quiet link: one wake-up
+ * per message, not two); a larger one hands it back to the thread, which
+ * reads while the main loop parses.
+ */
+#define CHPP_LINK_IO_QUIET_BYTES (16u << 10)
+
+/*
  * For a connected plain socket chardev: duplicate its socket and start the
  * reader thread, which schedules @bh whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
@@ -51,6 +59,7 @@ uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
 uint32_t chpp_link_io_pulls(ChppLinkIo *io);
 /* Reads by the thread that got bytes. */
 uint32_t chpp_link_io_reads(ChppLinkIo *io);
+uint32_t chpp_link_io_loop_reads(ChppLinkIo *io);
 /*
  * Read what the socket holds now into the ring, in the caller's thread (a
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.

@@ -989,6 +989,52 @@ static bool landed_within(Node *n, uint64_t addr, uint32_t len, uint8_t pat,
 }
 
 /*
+ * A quiet link (docs/link.md, "Threads and I/O"): small reads, nobody
+ * polls, so B's main loop reads the socket itself and A's PUTs wake no
+ * thread of B; a bulk transfer (reads of a quarter of the 16 KiB ring and
+ * more) gives the socket back to the thread, which reads while the main
+ * loop parses.
+ */
+static void test_quiet_loop_reads(void)
+{
+    Node a, b;
+    uint64_t ab, bb, big_a, big_b, r0, l0;
+    uint32_t ak, bk, big_ak, big_bk, len = 1 << 20;
+    int i;
+
+    linked_pair(&a, &b, "quiet", ",x-link-ring-size=16384", &ab, &ak, &bb,
+                &bk);
+    big_a = node_buf(&a, len, &big_ak);
+    big_b = node_buf(&b, len, &big_bk);
+    /* 1. A first PUT: by now B's reads were small. */
+    qtest_memset(a.d->qts, ab, 0x91, 64);
+    put(&a, &b, ab, ak, bb, bk, 64, 1);
+    g_assert_true(landed_within(&b, bb, 64, 0x91, 20000));
+    expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    r0 = link_state_u64(&b, "reader-reads");
+    l0 = link_state_u64(&b, "loop-reads");
+
+    /* 2. B's main loop reads the next ones, its thread none. */
+    for (i = 1; i <= 3; i++) {
+        qtest_memset(a.d->qts, ab + 64 * i, 0x91 + i, 64);
+        put(&a, &b, ab + 64 * i, ak, bb + 64 * i, bk, 64, 1 + i);
+        g_assert_true(landed_within(&b, bb + 64 * i, 64, 0x91 + i, 20000));
+        expect2(&a, NULL, SCQ, 1 + i, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "loop-reads"), >=, l0 + 3);
+    g_assert_cmpuint(link_state_u64(&b, "reader-reads"), ==, r0);
+
+    /* 3. 1 MiB: the thread reads again; every byte arrives. */
+    chpp_fill(a.d, big_a, len, 0x77);
+    put(&a, &b, big_a, big_ak, big_b, big_bk, len, 5);
+    expect2(&a, NULL, SCQ, 5, CHPP_CQE_OP_RDMA_WRITE, 0, len);
+    chpp_check(b.d, big_b, len, 0x77);
+    g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+    assert_clean(&a, &b);
+    pair_stop(&a, &b);
+}
+
+/*
  * Doorbell hold (docs/link.md, "Requests wait for the next poll"): B
  * busy-polls and rings a doorbell; its PUT waits for B's next poll, which
  * writes it.  Arming a CQ ends the polling: what is held goes at once.  B
@@ -1061,12 +1107,12 @@ static void test_doorbell_hold(void)
  * read A's PUT; arming a CQ gives the socket back to the thread at once;
  * polls that just stop give it back once they are x-link-poll-idle-us
  * (300 ms here) apart.  In timing mode polls read nothing: the thread
- * reads it all.
+ * (or, on a quiet link, the main loop) reads it all.
  */
 static void test_poll_owns_socket(void)
 {
     Node a, b;
-    uint64_t ab, bb, r0, p0, t0;
+    uint64_t ab, bb, r0, p0, l0, t0;
     uint32_t ak, bk;
     int i;
 
@@ -1079,13 +1125,16 @@ static void test_poll_owns_socket(void)
     }
     r0 = link_state_u64(&b, "reader-reads");
     p0 = link_state_u64(&b, "poll-reads");
+    l0 = link_state_u64(&b, "loop-reads");
     qtest_memset(a.d->qts, ab, 0x81, 64);
     put(&a, &b, ab, ak, bb, bk, 64, 1);
     poll_until_landed(&b, bb, 64, 0x81);
     expect2(&a, NULL, SCQ, 1, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
     if (chpp_timing_on()) {
+        /* The thread or, the link being quiet, the main loop. */
         g_assert_cmpuint(link_state_u64(&b, "poll-reads"), ==, 0);
-        g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+        g_assert_cmpuint(link_state_u64(&b, "reader-reads") +
+                         link_state_u64(&b, "loop-reads"), >, r0 + l0);
         pair_stop(&a, &b);
         return;
     }
@@ -1284,6 +1333,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/ack-hold", test_ack_hold);
     qtest_add_func("/chpp-hca/link/doorbell-hold", test_doorbell_hold);
     qtest_add_func("/chpp-hca/link/poll-owns-socket", test_poll_owns_socket);
+    qtest_add_func("/chpp-hca/link/quiet-loop-reads", test_quiet_loop_reads);
     qtest_add_func("/chpp-hca/link/acks-coalesced", test_acks_coalesced);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
