@@ -395,6 +395,10 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
            s->link.io ? chpp_link_io_reads(s->link.io) : 0);
     sv_u64(&sv, "loop-reads",
            s->link.io ? chpp_link_io_loop_reads(s->link.io) : 0);
+    sv_u64(&sv, "poll-stalls",
+           s->link.io ? chpp_link_io_poll_stalls(s->link.io) : 0);
+    sv_u64(&sv, "reader-away-us",
+           s->link.io ? chpp_link_io_away_us(s->link.io) : 0);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);
     sv_u64(&sv, "requests-held", s->link.requests_held);

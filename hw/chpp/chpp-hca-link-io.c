@@ -59,6 +59,9 @@ struct ChppLinkIo {
     uint32_t streak;            /* polls, each within the idle time */
     int64_t hold_deadline;      /* held ACKs go by then; 0: none held */
     int64_t idle_ns;            /* polls further apart end busy polling */
+    int64_t away_ns;            /* the thread's: how long after a poll */
+    bool was_away;              /* the thread's: its next read follows */
+    uint32_t stalls;            /* bytes waited when the polls stopped */
     bool asleep;                /* the thread waits without a timeout */
     bool away;                  /* the thread left the socket to a vCPU */
     bool loop;                  /* the main loop reads the socket */
@@ -123,29 +126,51 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
 
 /*
  * A vCPU busy-polls and reads the socket in each poll: stay off the socket
- * until the polls may have stopped (x-link-poll-idle-us after the last),
- * so that the peer's writes wake no thread here (on a busy host each such
- * wake-up costs the writer about 10 us, and this thread's switches take
- * CPU from the peer's QEMU).  Arming a CQ ends the polls at once
- * (chpp_link_io_poll_end()).  Held ACKs meanwhile go at the polls.
+ * until the polls may have stopped, so that the peer's writes wake no
+ * thread here (on a busy host each such wake-up costs the writer about
+ * 10 us, and this thread's switches take CPU from the peer's QEMU).
+ * Arming a CQ ends the polls at once (chpp_link_io_poll_end()).  Held ACKs
+ * meanwhile go at the polls.
+ *
+ * How long after the last poll adapts, between x-link-poll-idle-us and a
+ * 32nd of it: bytes found waiting when the thread comes back mean software
+ * stopped polling the device while it waited for them (it polls memory for
+ * an RDMA write, as perftest's ib_write_lat does): halve it.  Coming back
+ * to polls still going on cost a wake-up for nothing: double it.
  */
 static bool chpp_link_io_away(ChppLinkIo *io, GPollFD *pfd)
 {
     int64_t now = get_clock();
     int64_t last = qatomic_read(&io->last_pull);
 
-    if (!chpp_link_io_polled(io, now)) {
+    if (!chpp_link_io_polled(io, now) || now - last >= io->away_ns) {
         return false;
     }
     qatomic_set(&io->away, true);
     /* Pairs with the barrier in chpp_link_io_poll_end(). */
     smp_mb();
     if (chpp_link_io_polled(io, now)) {
-        qemu_poll_ns(pfd, 1, MAX(last + io->idle_ns - now, SCALE_US));
+        qemu_poll_ns(pfd, 1, MAX(last + io->away_ns - now, SCALE_US));
     }
     qatomic_set(&io->away, false);
     event_notifier_test_and_clear(&io->wake);
+    /* Polls still going on as it came back: it woke for nothing. */
+    if (get_clock() - qatomic_read(&io->last_pull) < io->away_ns / 4) {
+        qatomic_set(&io->away_ns, MIN(io->away_ns * 2, io->idle_ns));
+    }
+    /* A CQ armed (streak 0): software said it stops polling, in time. */
+    io->was_away = qatomic_read(&io->streak) != 0;
     return true;
+}
+
+/* The thread's first read since it was away got @n (> 0: bytes waited). */
+static void chpp_link_io_back(ChppLinkIo *io, ssize_t n)
+{
+    if (io->was_away && n > 0) {
+        qatomic_set(&io->away_ns, MAX(io->away_ns / 2, io->idle_ns / 32));
+        qatomic_set(&io->stalls, io->stalls + 1);
+    }
+    io->was_away = false;
 }
 
 /*
@@ -225,6 +250,7 @@ static void *chpp_link_io_thread(void *opaque)
         qemu_mutex_lock(&io->rx_lock);
         n = chpp_link_io_recv(io);
         qemu_mutex_unlock(&io->rx_lock);
+        chpp_link_io_back(io, n);
         if (n > 0) {
             trace_chpp_hca_link_io_read(n, false);
             qatomic_set(&io->reads, io->reads + 1);
@@ -339,6 +365,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     io->bh = bh;
     io->settle_bh = qemu_bh_new(chpp_link_io_settle, io);
     io->idle_ns = idle_us * SCALE_US;
+    io->away_ns = io->idle_ns;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
@@ -418,6 +445,16 @@ uint32_t chpp_link_io_reads(ChppLinkIo *io)
 uint32_t chpp_link_io_loop_reads(ChppLinkIo *io)
 {
     return io->loop_reads;
+}
+
+uint32_t chpp_link_io_poll_stalls(ChppLinkIo *io)
+{
+    return qatomic_read(&io->stalls);
+}
+
+uint32_t chpp_link_io_away_us(ChppLinkIo *io)
+{
+    return qatomic_read(&io->away_ns) / SCALE_US;
 }
 
 /*

@@ -60,6 +60,8 @@ uint32_t chpp_link_io_pulls(ChppLinkIo *io);
 /* Reads by the thread that got bytes. */
 uint32_t chpp_link_io_reads(ChppLinkIo *io);
 uint32_t chpp_link_io_loop_reads(ChppLinkIo *io);
+uint32_t chpp_link_io_poll_stalls(ChppLinkIo *io);
+uint32_t chpp_link_io_away_us(ChppLinkIo *io);
 /*
  * Read what the socket holds now into the ring, in the caller's thread (a
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.

@@ -1106,7 +1106,8 @@ static void test_doorbell_hold(void)
  * while B busy-polls, B's reader thread stays off the socket and B's polls
  * read A's PUT; arming a CQ gives the socket back to the thread at once;
  * polls that just stop give it back once they are x-link-poll-idle-us
- * (300 ms here) apart.  In timing mode polls read nothing: the thread
+ * (300 ms here) apart, and when frames waited meanwhile, sooner the next
+ * time (halved each time).  In timing mode polls read nothing: the thread
  * (or, on a quiet link, the main loop) reads it all.
  */
 static void test_poll_owns_socket(void)
@@ -1114,7 +1115,7 @@ static void test_poll_owns_socket(void)
     Node a, b;
     uint64_t ab, bb, r0, p0, l0, t0;
     uint32_t ak, bk;
-    int i;
+    int i, round;
 
     linked_pair(&a, &b, "pollown", ",x-link-poll-idle-us=300000",
                 &ab, &ak, &bb, &bk);
@@ -1162,6 +1163,27 @@ static void test_poll_owns_socket(void)
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 20 * G_USEC_PER_SEC);
     g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
     expect2(&a, NULL, SCQ, 3, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+
+    /*
+     * 4. The PUT waited while software no longer polled the device: the
+     * thread now stays away half as long; once more, a quarter.
+     */
+    for (round = 1; round <= 2; round++) {
+        g_assert_cmpuint(link_state_u64(&b, "poll-stalls"), ==, round);
+        g_assert_cmpuint(link_state_u64(&b, "reader-away-us"), ==,
+                         300000 >> round);
+        for (i = 0; i < 32; i++) {
+            read_db_status(&b);
+        }
+        qtest_memset(a.d->qts, ab + 128 + 64 * round, 0x83 + round, 64);
+        put(&a, &b, ab + 128 + 64 * round, ak, bb + 128 + 64 * round, bk, 64,
+            3 + round);
+        g_assert_true(landed_within(&b, bb + 128 + 64 * round, 64,
+                                    0x83 + round, 20000));
+        expect2(&a, NULL, SCQ, 3 + round, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "poll-stalls"), ==, 3);
+    g_assert_cmpuint(link_state_u64(&b, "reader-away-us"), ==, 300000 >> 3);
     assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
