@@ -373,6 +373,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     ChppHcaState *s = CHPP_HCA(obj);
     StateVisit sv = { .v = v, .errp = errp, .ok = true };
     uint32_t link = chpp_link_status(s);
+    ChppLinkIoStats io = {};
     unsigned i, n;
 
     sv_begin(&sv, name);
@@ -381,24 +382,21 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_bool(&sv, "hca-init", s->hca_init);
     sv_bool(&sv, "cmd-busy", s->hcr[CHPP_HCR_CTRL / 4] & CHPP_HCR_GO);
 
+    if (s->link.io) {
+        chpp_link_io_stats(s->link.io, &io);
+    }
     sv_begin(&sv, "link");
     sv_bool(&sv, "attached", link & CHPP_LINK_ATTACHED);
     sv_bool(&sv, "up", link & CHPP_LINK_UP);
     sv_u64(&sv, "peer-node", link >> CHPP_LINK_PEER_SHIFT);
     sv_bool(&sv, "reader-thread", s->link.io);
     sv_u64(&sv, "reader-ring-size", s->link.ring_size);
-    sv_u64(&sv, "reader-ring-waits",
-           s->link.io ? chpp_link_io_ring_waits(s->link.io) : 0);
-    sv_u64(&sv, "poll-reads",
-           s->link.io ? chpp_link_io_pulls(s->link.io) : 0);
-    sv_u64(&sv, "reader-reads",
-           s->link.io ? chpp_link_io_reads(s->link.io) : 0);
-    sv_u64(&sv, "loop-reads",
-           s->link.io ? chpp_link_io_loop_reads(s->link.io) : 0);
-    sv_u64(&sv, "poll-stalls",
-           s->link.io ? chpp_link_io_poll_stalls(s->link.io) : 0);
-    sv_u64(&sv, "reader-away-us",
-           s->link.io ? chpp_link_io_away_us(s->link.io) : 0);
+    sv_u64(&sv, "reader-ring-waits", io.ring_waits);
+    sv_u64(&sv, "poll-reads", io.pulls);
+    sv_u64(&sv, "reader-reads", io.reads);
+    sv_u64(&sv, "loop-reads", io.loop_reads);
+    sv_u64(&sv, "poll-stalls", io.stalls);
+    sv_u64(&sv, "reader-away-us", io.away_us);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);
     sv_u64(&sv, "requests-held", s->link.requests_held);

@@ -427,34 +427,16 @@ uint32_t chpp_link_io_avail(ChppLinkIo *io)
     return qatomic_load_acquire(&io->tail) - io->head;
 }
 
-uint32_t chpp_link_io_ring_waits(ChppLinkIo *io)
+void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st)
 {
-    return qatomic_read(&io->ring_waits);
-}
-
-uint32_t chpp_link_io_pulls(ChppLinkIo *io)
-{
-    return io->pulls;
-}
-
-uint32_t chpp_link_io_reads(ChppLinkIo *io)
-{
-    return qatomic_read(&io->reads);
-}
-
-uint32_t chpp_link_io_loop_reads(ChppLinkIo *io)
-{
-    return io->loop_reads;
-}
-
-uint32_t chpp_link_io_poll_stalls(ChppLinkIo *io)
-{
-    return qatomic_read(&io->stalls);
-}
-
-uint32_t chpp_link_io_away_us(ChppLinkIo *io)
-{
-    return qatomic_read(&io->away_ns) / SCALE_US;
+    *st = (ChppLinkIoStats) {
+        .ring_waits = qatomic_read(&io->ring_waits),
+        .pulls = io->pulls,
+        .reads = qatomic_read(&io->reads),
+        .loop_reads = io->loop_reads,
+        .stalls = qatomic_read(&io->stalls),
+        .away_us = qatomic_read(&io->away_ns) / SCALE_US,
+    };
 }
 
 /*

@@ -54,14 +54,19 @@ void chpp_link_io_drain(ChppLinkIo *io);
 /* Bytes received and not yet consumed. */
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
 /* How often the thread found the ring full and waited for the parser. */
-uint32_t chpp_link_io_ring_waits(ChppLinkIo *io);
+/* The reader's counters, for the state property (docs/observability.md). */
+typedef struct ChppLinkIoStats {
+    uint32_t ring_waits;        /* the thread found the ring full */
+    uint32_t pulls;             /* reads by polling vCPUs that got bytes */
+    uint32_t reads;             /* the thread's */
+    uint32_t loop_reads;        /* the main loop's, on a quiet link */
+    uint32_t stalls;            /* bytes waited for the thread to return */
+    uint32_t away_us;           /* its time away after the last poll */
+} ChppLinkIoStats;
+
+void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st);
 /* Reads by chpp_link_io_pull() that got bytes. */
-uint32_t chpp_link_io_pulls(ChppLinkIo *io);
 /* Reads by the thread that got bytes. */
-uint32_t chpp_link_io_reads(ChppLinkIo *io);
-uint32_t chpp_link_io_loop_reads(ChppLinkIo *io);
-uint32_t chpp_link_io_poll_stalls(ChppLinkIo *io);
-uint32_t chpp_link_io_away_us(ChppLinkIo *io);
 /*
  * Read what the socket holds now into the ring, in the caller's thread (a
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
