@@ -12,9 +12,10 @@
  *
  * The thread touches only the ring, its indexes and its own descriptors:
  * never device state, never the BQL.  The ring has one consumer (the BQL
- * holder reads at head) and two producers: the thread, and a vCPU that
+ * holder reads at head) and three producers: the thread, a vCPU that
  * polls the device (chpp_link_io_pull()), which reads the socket itself
- * rather than wait for the thread to be scheduled.  Each producer's read
+ * rather than wait for the thread to be scheduled, and the main loop on a
+ * quiet link (below).  Each producer's read
  * and its move of tail happen under rx_lock, so the bytes stay in socket
  * order; bytes between head and tail are never written, so the consumer
  * parses them in place.  While a vCPU busy-polls, the thread stays off the
