@@ -53,7 +53,6 @@ void chpp_link_io_drain(ChppLinkIo *io);
 
 /* Bytes received and not yet consumed. */
 uint32_t chpp_link_io_avail(ChppLinkIo *io);
-/* How often the thread found the ring full and waited for the parser. */
 /* The reader's counters, for the state property (docs/observability.md). */
 typedef struct ChppLinkIoStats {
     uint32_t ring_waits;        /* the thread found the ring full */
@@ -65,8 +64,6 @@ typedef struct ChppLinkIoStats {
 } ChppLinkIoStats;
 
 void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st);
-/* Reads by chpp_link_io_pull() that got bytes. */
-/* Reads by the thread that got bytes. */
 /*
  * Read what the socket holds now into the ring, in the caller's thread (a
  * polling vCPU, BQL held), unless the reader thread is reading: bytes read.
