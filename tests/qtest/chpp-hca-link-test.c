@@ -1142,12 +1142,18 @@ static void test_poll_owns_socket(void)
     g_assert_cmpuint(link_state_u64(&b, "reader-reads"), ==, r0);
     g_assert_cmpuint(link_state_u64(&b, "poll-reads"), >, p0);
 
-    /* 2. B arms its CQ to sleep: the thread reads the next PUT at once. */
-    chpp_cq_db(b.d, UAR, SCQ, CHPP_CQ_DB_ARM_NEXT, b.cq[SCQ].ci);
+    /*
+     * 2. A's next PUT waits in B's socket (B stopped polling) until B arms
+     * its CQ to sleep: the thread reads it at once, and that is no stall
+     * (software said it stopped polling).
+     */
     qtest_memset(a.d->qts, ab + 64, 0x82, 64);
     put(&a, &b, ab + 64, ak, bb + 64, bk, 64, 2);
+    g_usleep(10 * 1000);
+    chpp_cq_db(b.d, UAR, SCQ, CHPP_CQ_DB_ARM_NEXT, b.cq[SCQ].ci);
     g_assert_true(landed_within(&b, bb + 64, 64, 0x82, 150));
     g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+    g_assert_cmpuint(link_state_u64(&b, "poll-stalls"), ==, 0);
     expect2(&a, NULL, SCQ, 2, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
 
     /* 3. B's polls just stop: the thread comes back after the idle time. */
