@@ -71,7 +71,7 @@ void chpp_release(ChppHcaState *s)
 
 void chpp_timer_call(ChppHcaState *s, void (*fn)(void *), void *opaque)
 {
-    MemReentrancyGuard *guard = &DEVICE(s)->mem_reentrancy_guard;
+    MemReentrancyGuard *guard = &chpp_pci(s)->qdev.mem_reentrancy_guard;
     bool engaged = guard->engaged_in_io;
 
     if (s->gone) {

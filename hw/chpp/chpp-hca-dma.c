@@ -40,7 +40,7 @@ static bool chpp_dma_target_ok(ChppHcaState *s, dma_addr_t addr,
                                dma_addr_t len, bool is_write,
                                char *what, size_t what_len)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    AddressSpace *as = pci_get_address_space(chpp_pci(s));
 
     if (addr + len < addr) {
         g_strlcpy(what, "address wrap", what_len);
@@ -93,7 +93,7 @@ bool chpp_dma_read(ChppHcaState *s, dma_addr_t addr, void *buf, dma_addr_t len)
     MemTxResult r = MEMTX_DECODE_ERROR;
 
     if (chpp_dma_allowed(s, addr, len, false)) {
-        r = pci_dma_read(PCI_DEVICE(s), addr, buf, len);
+        r = pci_dma_read(chpp_pci(s), addr, buf, len);
     }
     if (r != MEMTX_OK) {
         trace_chpp_hca_err_dma_read(s->func, addr, len, r);
@@ -110,7 +110,7 @@ bool chpp_dma_write(ChppHcaState *s, dma_addr_t addr, const void *buf,
     MemTxResult r = MEMTX_DECODE_ERROR;
 
     if (chpp_dma_allowed(s, addr, len, true)) {
-        r = pci_dma_write(PCI_DEVICE(s), addr, buf, len);
+        r = pci_dma_write(chpp_pci(s), addr, buf, len);
     }
     if (r != MEMTX_OK) {
         trace_chpp_hca_err_dma_write(s->func, addr, len, r);
@@ -170,7 +170,7 @@ bool chpp_mailbox_write(ChppHcaState *s, uint64_t addr, const void *buf,
 static bool chpp_msi_target_ok(ChppHcaState *s, uint64_t addr,
                                char *what, size_t what_len)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    AddressSpace *as = pci_get_address_space(chpp_pci(s));
     hwaddr xlat, plen = 4;
     MemoryRegion *mr;
 
@@ -186,7 +186,7 @@ static bool chpp_msi_target_ok(ChppHcaState *s, uint64_t addr,
 
 void chpp_irq(ChppHcaState *s, unsigned vector)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
+    PCIDevice *pdev = chpp_pci(s);
     char what[64];
 
     if (s->gone) {
