@@ -396,6 +396,7 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "reader-reads", io.reads);
     sv_u64(&sv, "loop-reads", io.loop_reads);
     sv_u64(&sv, "poll-stalls", io.stalls);
+    sv_u64(&sv, "reader-early", io.early);
     sv_u64(&sv, "reader-away-us", io.away_us);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);

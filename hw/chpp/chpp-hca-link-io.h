@@ -60,6 +60,7 @@ typedef struct ChppLinkIoStats {
     uint32_t reads;             /* the thread's */
     uint32_t loop_reads;        /* the main loop's, on a quiet link */
     uint32_t stalls;            /* bytes waited for the thread to return */
+    uint32_t early;             /* it returned to polls going on */
     uint32_t away_us;           /* its time away after the last poll */
 } ChppLinkIoStats;
 

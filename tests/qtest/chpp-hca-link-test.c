@@ -1107,7 +1107,8 @@ static void test_doorbell_hold(void)
  * read A's PUT; arming a CQ gives the socket back to the thread at once;
  * polls that just stop give it back once they are x-link-poll-idle-us
  * (300 ms here) apart, and when frames waited meanwhile, sooner the next
- * time (halved each time).  In timing mode polls read nothing: the thread
+ * time (halved each time; a quarter later after each return to polls going
+ * on).  In timing mode polls read nothing: the thread
  * (or, on a quiet link, the main loop) reads it all.
  */
 static void test_poll_owns_socket(void)
@@ -1190,6 +1191,37 @@ static void test_poll_owns_socket(void)
     }
     g_assert_cmpuint(link_state_u64(&b, "poll-stalls"), ==, 3);
     g_assert_cmpuint(link_state_u64(&b, "reader-away-us"), ==, 300000 >> 3);
+
+    /*
+     * 5. Software alternates: it polls while the thread comes back (each
+     * such return makes the away time a quarter longer), then stops while
+     * A's PUT waits (halved).  A round of each brings it down; with
+     * doubling instead, the two balanced and it stayed where it was.
+     */
+    for (round = 1; round <= 2; round++) {
+        uint64_t away0 = link_state_u64(&b, "reader-away-us");
+        uint64_t early0 = link_state_u64(&b, "reader-early");
+        int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        uint64_t early;
+        uint32_t off = 128 + 64 * (2 + round);
+
+        do {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            for (i = 0; i < 16; i++) {
+                read_db_status(&b);
+            }
+            early = link_state_u64(&b, "reader-early");
+        } while (early == early0);
+        /* At most two returns before the polls stop (~40 ms apart). */
+        g_assert_cmpuint(early - early0, <=, 2);
+        g_assert_cmpuint(link_state_u64(&b, "reader-away-us"), >, away0);
+        qtest_memset(a.d->qts, ab + off, 0x90 + round, 64);
+        put(&a, &b, ab + off, ak, bb + off, bk, 64, 5 + round);
+        g_assert_true(landed_within(&b, bb + off, 64, 0x90 + round, 20000));
+        expect2(&a, NULL, SCQ, 5 + round, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+        g_assert_cmpuint(link_state_u64(&b, "poll-stalls"), ==, 3 + round);
+        g_assert_cmpuint(link_state_u64(&b, "reader-away-us"), <, away0);
+    }
     assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
