@@ -301,12 +301,14 @@ verbs_bench() {
             done
         done
     done
-    # Latency: one message at a time, t_typical the row's 5th column.
+    # Latency: one message at a time, t_typical the row's 5th column (t_avg
+    # the 6th, the 99.9th percentile the 9th); chpp.lat_iters round trips.
+    lat_iters=$(chpp_arg lat_iters)
     for t in write_lat read_lat send_lat atomic_lat; do
         case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
         for sz in $(bench_sizes "$t" 2 4096); do
             name="b${dev}$(echo "$t" | tr -d _)s$sz"
-            bench_run "$name" "$sz" "$dev $t $sz 1" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -n 2000 "$@"
+            bench_run "$name" "$sz" "$dev $t $sz 1" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -n "${lat_iters:-2000}" "$@"
         done
     done
 }

@@ -6,7 +6,7 @@
 #   - message rate: ib_write_bw and ib_send_bw, 2 B and 64 B, and
 #     ib_atomic_bw (8 B), on 1 and 4 QPs;
 #   - latency: ib_write_lat, ib_read_lat, ib_send_lat at 2 B and 4 KiB,
-#     ib_atomic_lat (8 B);
+#     ib_atomic_lat (8 B): typical, then average and 99.9th percentile;
 # and the baselines of the same run: the host's 64 B round trip between two
 # processes over a unix socket (tests/bench/chpp-sock-rtt.c, before and
 # after the guests; the lower median counts) and a null MMIO exit in the
@@ -17,8 +17,11 @@
 # and RNR NAKs (the requester's hw_counters). Not a test: it fails only if
 # a tool fails.
 #
-#   scripts/lib/bench-verbs.sh [--iters N] [--only T,...] [pair.sh options]
+#   scripts/lib/bench-verbs.sh [--iters N] [--lat-iters N] [--only T,...]
+#                              [pair.sh options]
 #       --iters N   messages per QP in the message-rate runs (default 20000)
+#       --lat-iters N  round trips in each latency run (default 2000; the
+#                   99.9th percentile of 2000 is their second worst)
 #       --only T,.. only these perftest tools (write_bw, send_bw, atomic_bw,
 #                   write_lat, read_lat, send_lat, atomic_lat), on both
 #                   devices: a quicker look
@@ -28,10 +31,11 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ITERS=20000 ONLY=write_bw,send_bw,atomic_bw,write_lat,read_lat,send_lat,atomic_lat RXE=1
+ITERS=20000 LAT_ITERS=2000 ONLY=write_bw,send_bw,atomic_bw,write_lat,read_lat,send_lat,atomic_lat RXE=1
 while :; do
     case "${1:-}" in
         --iters) ITERS=$2; shift 2 ;;
+        --lat-iters) LAT_ITERS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --no-rxe) RXE=0; shift ;;
         *) break ;;
@@ -49,7 +53,7 @@ RTT="$CHPP_BUILD/bench/chpp-sock-rtt"
 cc -O2 -Wall -Werror -o "$RTT" "$CHPP_ROOT/tests/bench/chpp-sock-rtt.c" ||
     chpp_die "building tests/bench/chpp-sock-rtt.c failed"
 rtt1=$("$RTT" 20000 64)
-"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.bench_only=$ONLY chpp.bench_rxe=$RXE" "$@" >&2
+"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.lat_iters=$LAT_ITERS chpp.bench_only=$ONLY chpp.bench_rxe=$RXE" "$@" >&2
 rtt2=$("$RTT" 20000 64)
 
 # Node 2 runs the clients; their rows are the figures:
@@ -120,11 +124,23 @@ for t in write_lat read_lat send_lat atomic_lat; do
             "$(ratio 'b / a' "$a" "$b" '%.2fx')" \
             "$(ratio 'a / b' "$a" "$oneway" '%.2f')" \
             "$(ratio 'a / b' "$b" "$oneway" '%.2f')"
-        BL+=("BENCH test=verbs_$t size=$sz chpp_usec=$a rxe_usec=$b")
+        BL+=("BENCH test=verbs_$t size=$sz chpp_usec=$a rxe_usec=$b chpp_avg_usec=$(col chpp0 $t $sz 1 6) chpp_p999_usec=$(col chpp0 $t $sz 1 9) rxe_avg_usec=$(col rxe0 $t $sz 1 6) rxe_p999_usec=$(col rxe0 $t $sz 1 9)")
     done
 done
 echo "(x/1-way: the latency over the host socket's one-way time; ratios > 1x favour chpp-hca)"
 echo "(both under TCG, same boot, same guests; perftest -F, $ITERS messages per QP for the rates)"
+echo
+printf '%-30s %11s %11s %11s %11s
+' "latency tails, usec" "chpp avg" "chpp 99.9%" "rxe avg" "rxe 99.9%"
+for t in write_lat read_lat send_lat atomic_lat; do
+    wanted $t || continue
+    for sz in $(sizes $t 2 4096); do
+        printf '%-30s %11s %11s %11s %11s\n' "ib_$t $sz B" \
+            "$(col chpp0 $t $sz 1 6)" "$(col chpp0 $t $sz 1 9)" \
+            "$(col rxe0 $t $sz 1 6)" "$(col rxe0 $t $sz 1 9)"
+    done
+done
+echo "(average and 99.9th percentile of $LAT_ITERS round trips each, perftest's)"
 # The guest's "chpp-bench-info:" lines: perftest's inline size and queue
 # depths and, on chpp-hca, the requester's retransmitted WQEs and RNR NAKs
 # during each run.
