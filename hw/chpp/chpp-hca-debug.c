@@ -398,6 +398,9 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_u64(&sv, "poll-stalls", io.stalls);
     sv_u64(&sv, "reader-early", io.early);
     sv_u64(&sv, "reader-away-us", io.away_us);
+    sv_bool(&sv, "shm-rx", io.shm_rx);
+    sv_bool(&sv, "shm-tx", io.shm_tx);
+    sv_u64(&sv, "stray-fds", io.stray_fds);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);
     sv_u64(&sv, "requests-held", s->link.requests_held);

@@ -32,8 +32,10 @@
 #include "qemu/thread.h"
 #include "qemu/event_notifier.h"
 #include "qemu/sockets.h"
+#include "qapi/error.h"
 #include "chardev/char-socket.h"
 #include "chpp-hca-link-io.h"
+#include "chpp-hca-link-shm.h"
 #include "trace.h"
 
 struct ChppLinkIo {
@@ -70,7 +72,105 @@ struct ChppLinkIo {
     bool loop_watch;            /* its read handler is set (main loop) */
     uint32_t loop_reads;        /* reads by the main loop that got bytes */
     bool joined;                /* the thread ended: chpp_link_io_drain() */
+    /* Shared memory (chpp-hca-link-shm.c): set once, freed on stop. */
+    bool unix_sock;             /* descriptors can be passed */
+    ChppLinkShm *shm_rx;        /* the peer's bytes come from memory */
+    ChppLinkShm *shm_tx;        /* this side's ring, offered */
+    bool tx_shm;                /* writes go to shm_tx: the offer went */
+    bool peer_closed;           /* the socket ended (shm_rx: nothing else) */
+    bool broken;                /* the peer broke a ring: cut the link */
+    int stash[CHPP_LINK_SHM_FDS]; /* descriptors received (rx_lock) */
+    bool stashed;
+    uint32_t stray_fds;         /* descriptors received and closed */
 };
+
+/*
+ * Descriptors came with the bytes (rx_lock held): the first set of
+ * CHPP_LINK_SHM_FDS is kept for the CHPP_LINK_SHM record that should be
+ * among them; any other is closed at once (a peer cannot fill the table).
+ */
+static void chpp_link_io_keep_fds(ChppLinkIo *io, struct msghdr *msg)
+{
+    struct cmsghdr *c;
+
+    for (c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+        int *fds = (int *)CMSG_DATA(c);
+        int i, n;
+
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        if (n == CHPP_LINK_SHM_FDS && !io->stashed &&
+            !(msg->msg_flags & MSG_CTRUNC)) {
+            memcpy(io->stash, fds, sizeof(io->stash));
+            io->stashed = true;
+            continue;
+        }
+        for (i = 0; i < n; i++) {
+            close(fds[i]);
+        }
+        qatomic_set(&io->stray_fds, io->stray_fds + n);
+    }
+}
+
+static ssize_t chpp_link_io_sock_recv(ChppLinkIo *io, uint8_t *buf,
+                                      uint32_t len)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * CHPP_LINK_SHM_FDS)];
+    } control;
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    struct msghdr msg = {
+        .msg_iov = &iov,
+        .msg_iovlen = 1,
+        .msg_control = &control,
+        .msg_controllen = sizeof(control),
+    };
+    ssize_t n = recvmsg(io->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+    if (n >= 0 && msg.msg_controllen) {
+        chpp_link_io_keep_fds(io, &msg);
+    }
+    return n;
+}
+
+/*
+ * From the peer's ring, as recv() would: 0 at the end of the stream (the
+ * socket ended and the ring is empty), -1 with EAGAIN if empty, EPROTO if
+ * the peer broke it.
+ */
+static ssize_t chpp_link_io_shm_recv(ChppLinkIo *io, uint8_t *buf,
+                                     uint32_t len)
+{
+    ssize_t n = chpp_link_shm_read(io->shm_rx, buf, len);
+
+    if (n < 0) {
+        qatomic_set(&io->broken, true);
+    } else if (!n && !qatomic_read(&io->peer_closed)) {
+        errno = EAGAIN;
+        n = -1;
+    }
+    return n;
+}
+
+/*
+ * The socket of a peer whose bytes come from memory is readable: it ended,
+ * or the peer broke the protocol (nothing may follow its CHPP_LINK_SHM).
+ */
+static void chpp_link_io_sock_check(ChppLinkIo *io)
+{
+    uint8_t b[64];
+    ssize_t n = recv(io->fd, b, sizeof(b), MSG_DONTWAIT);
+
+    if (n > 0) {
+        qatomic_set(&io->broken, true);
+    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+                          errno != EINTR)) {
+        qatomic_set(&io->peer_closed, true);
+    }
+}
 
 /*
  * One non-blocking read into the ring's free space (rx_lock held):
@@ -88,7 +188,12 @@ static ssize_t chpp_link_io_recv(ChppLinkIo *io)
         errno = ENOBUFS;
         return -1;
     }
-    n = recv(io->fd, io->ring + at, MIN(room, io->size - at), MSG_DONTWAIT);
+    if (io->shm_rx) {
+        n = chpp_link_io_shm_recv(io, io->ring + at, MIN(room, io->size - at));
+    } else {
+        n = chpp_link_io_sock_recv(io, io->ring + at,
+                                   MIN(room, io->size - at));
+    }
     if (n > 0) {
         qatomic_store_release(&io->tail, io->tail + n);
     }
@@ -108,6 +213,7 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
  */
 static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
 {
+    ChppLinkShm *rx = qatomic_read(&io->shm_rx);
     int64_t now = get_clock();
     int64_t held = qatomic_read(&io->hold_deadline);
     bool timed = held || chpp_link_io_polled(io, now);
@@ -121,8 +227,21 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
         smp_mb();
         timed = qatomic_read(&io->hold_deadline);
     }
-    qemu_poll_ns(pfd, 2, timed ? io->idle_ns : -1);
+    if (rx && !chpp_link_shm_sleep(rx)) {
+        qatomic_set(&io->asleep, false);
+        return;                 /* bytes came meanwhile */
+    }
+    /* From memory: the peer's signal, and the socket for its end. */
+    pfd[1].fd = rx ? chpp_link_shm_wait_fd(rx, false) : io->fd;
+    pfd[2].revents = 0;
+    qemu_poll_ns(pfd, rx ? 3 : 2, timed ? io->idle_ns : -1);
     qatomic_set(&io->asleep, false);
+    if (rx) {
+        chpp_link_shm_awake(rx);
+        if (pfd[2].revents) {
+            chpp_link_io_sock_check(io);
+        }
+    }
     event_notifier_test_and_clear(&io->wake);
 }
 
@@ -211,6 +330,8 @@ static void chpp_link_io_loop_set(ChppLinkIo *io, bool loop)
  */
 static bool chpp_link_io_loop_wait(ChppLinkIo *io, GPollFD *pfd)
 {
+    ChppLinkShm *rx;
+
     if (!qatomic_read(&io->loop)) {
         return false;
     }
@@ -223,21 +344,42 @@ static bool chpp_link_io_loop_wait(ChppLinkIo *io, GPollFD *pfd)
         chpp_link_io_loop_set(io, false);
         return false;
     }
-    g_poll(pfd, 1, -1);
+    /*
+     * From memory: the main loop waits for the peer's signal, which the
+     * peer sends only once asked; the socket only ends, and then the
+     * thread goes on.
+     */
+    rx = qatomic_read(&io->shm_rx);
+    if (rx && !chpp_link_shm_sleep(rx)) {
+        qatomic_set(&io->asleep, false);
+        chpp_link_io_loop_set(io, false);
+        return false;
+    }
+    pfd[2].revents = 0;
+    if (rx) {
+        pfd[1] = pfd[2];
+    }
+    g_poll(pfd, rx ? 2 : 1, -1);
     qatomic_set(&io->asleep, false);
     event_notifier_test_and_clear(&io->wake);
+    if (rx && pfd[1].revents) {
+        chpp_link_io_sock_check(io);
+        chpp_link_io_loop_set(io, false);
+        return false;
+    }
     return true;
 }
 
 static void *chpp_link_io_thread(void *opaque)
 {
     ChppLinkIo *io = opaque;
-    GPollFD pfd[2] = {
+    GPollFD pfd[3] = {
         { .fd = event_notifier_get_fd(&io->wake), .events = G_IO_IN },
+        { .fd = io->fd, .events = G_IO_IN },
         { .fd = io->fd, .events = G_IO_IN },
     };
 
-    while (!qatomic_read(&io->stop)) {
+    while (!qatomic_read(&io->stop) && !qatomic_read(&io->broken)) {
         uint32_t head = qatomic_load_acquire(&io->head);
         ssize_t n;
 
@@ -295,11 +437,35 @@ static void chpp_link_io_writable(void *opaque)
     io->write_cb(io->write_opaque);
 }
 
-/* The descriptor's handlers as the reader and the writer want them. */
+/* The writer's handler, for a full ring: room was signalled. */
+static void chpp_link_io_room(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+
+    chpp_link_shm_clear(io->shm_tx, true);
+    io->write_cb(io->write_opaque);
+}
+
+/*
+ * The descriptors' handlers as the reader and the writer want them: the
+ * socket's, or the eventfds' of the rings in use.
+ */
 static void chpp_link_io_handlers(ChppLinkIo *io)
 {
-    qemu_set_fd_handler(io->fd, io->loop_watch ? chpp_link_io_loop_read : NULL,
-                        io->write_cb ? chpp_link_io_writable : NULL, io);
+    IOHandler *rd = io->loop_watch ? chpp_link_io_loop_read : NULL;
+
+    qemu_set_fd_handler(io->fd, io->shm_rx ? NULL : rd,
+                        io->write_cb && !io->tx_shm ?
+                        chpp_link_io_writable : NULL, io);
+    if (io->shm_rx) {
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx, false), rd,
+                            NULL, io);
+    }
+    if (io->tx_shm) {
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx, true),
+                            io->write_cb ? chpp_link_io_room : NULL, NULL,
+                            io);
+    }
 }
 
 static void chpp_link_io_settle(void *opaque)
@@ -333,19 +499,25 @@ static void chpp_link_io_loop_read(void *opaque)
     ChppLinkIo *io = opaque;
     ssize_t n;
 
-    qemu_mutex_lock(&io->rx_lock);
-    n = chpp_link_io_recv(io);
-    qemu_mutex_unlock(&io->rx_lock);
-    if (n > 0) {
-        trace_chpp_hca_link_io_loop_read(n);
-        qatomic_set(&io->loop_reads, io->loop_reads + 1);
-        qemu_bh_schedule(io->bh);
-        if (chpp_link_io_quiet(io, n)) {
+    for (;;) {
+        qemu_mutex_lock(&io->rx_lock);
+        n = chpp_link_io_recv(io);
+        qemu_mutex_unlock(&io->rx_lock);
+        if (n > 0) {
+            trace_chpp_hca_link_io_loop_read(n);
+            qatomic_set(&io->loop_reads, io->loop_reads + 1);
+            qemu_bh_schedule(io->bh);
+            if (!chpp_link_io_quiet(io, n)) {
+                break;
+            }
+        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+                              errno != EINTR)) {
+            break;
+        }
+        /* From memory: read until the ring is empty and the peer signals. */
+        if (!io->shm_rx || chpp_link_shm_sleep(io->shm_rx)) {
             return;
         }
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-                         errno == EINTR)) {
-        return;
     }
     chpp_link_io_loop_end(io);
 }
@@ -353,6 +525,8 @@ static void chpp_link_io_loop_read(void *opaque)
 ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
                                uint32_t idle_us)
 {
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
     SocketChardev *sc;
     ChppLinkIo *io;
     int fd;
@@ -371,6 +545,8 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     }
     io = g_new0(ChppLinkIo, 1);
     io->fd = fd;
+    io->unix_sock = getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0 &&
+                    ss.ss_family == AF_UNIX;
     io->bh = bh;
     io->settle_bh = qemu_bh_new(chpp_link_io_settle, io);
     io->idle_ns = idle_us * SCALE_US;
@@ -418,11 +594,26 @@ void chpp_link_io_drain(ChppLinkIo *io)
 
 void chpp_link_io_stop(ChppLinkIo *io)
 {
+    int i;
+
     if (!io) {
         return;
     }
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
+    if (io->shm_rx) {
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx, false), NULL,
+                            NULL, NULL);
+    }
+    if (io->tx_shm) {
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx, true), NULL,
+                            NULL, NULL);
+    }
     chpp_link_io_join(io);
+    chpp_link_shm_free(io->shm_rx);
+    chpp_link_shm_free(io->shm_tx);
+    for (i = 0; io->stashed && i < CHPP_LINK_SHM_FDS; i++) {
+        close(io->stash[i]);
+    }
     qemu_bh_delete(io->settle_bh);
     event_notifier_cleanup(&io->wake);
     qemu_mutex_destroy(&io->rx_lock);
@@ -446,6 +637,9 @@ void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st)
         .stalls = qatomic_read(&io->stalls),
         .early = qatomic_read(&io->early),
         .away_us = qatomic_read(&io->away_ns) / SCALE_US,
+        .shm_rx = io->shm_rx != NULL,
+        .shm_tx = io->tx_shm,
+        .stray_fds = qatomic_read(&io->stray_fds),
     };
 }
 
@@ -561,6 +755,15 @@ ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
     };
     ssize_t n;
 
+    if (io->tx_shm) {
+        n = chpp_link_shm_writev(io->shm_tx, iov, iovcnt);
+        if (n < 0) {
+            /* The peer broke this side's ring: the thread cuts the link. */
+            qatomic_set(&io->broken, true);
+            event_notifier_set(&io->wake);
+        }
+        return n;
+    }
     do {
         n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
@@ -575,4 +778,100 @@ void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque)
     io->write_cb = cb;
     io->write_opaque = opaque;
     chpp_link_io_handlers(io);
+    if (cb && io->tx_shm) {
+        chpp_link_shm_want_room(io->shm_tx);
+    }
+}
+
+/* ---- shared memory (docs/link.md, "Shared memory") ------------------ */
+
+uint32_t chpp_link_io_shm_offer(ChppLinkIo *io)
+{
+    Error *err = NULL;
+
+    if (!io->unix_sock || io->shm_tx) {
+        return 0;
+    }
+    io->shm_tx = chpp_link_shm_create(io->size, &err);
+    if (!io->shm_tx) {
+        trace_chpp_hca_link_shm("no ring", error_get_pretty(err));
+        error_free(err);
+        return 0;
+    }
+    return io->size;
+}
+
+ssize_t chpp_link_io_write_offer(ChppLinkIo *io, const struct iovec *iov,
+                                 int iovcnt)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * CHPP_LINK_SHM_FDS)];
+    } control = {};
+    struct msghdr msg = {
+        .msg_iov = (struct iovec *)iov,
+        .msg_iovlen = iovcnt,
+        .msg_control = &control,
+        .msg_controllen = sizeof(control),
+    };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    int fds[CHPP_LINK_SHM_FDS];
+    ssize_t n;
+
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(fds));
+    chpp_link_shm_fds(io->shm_tx, fds);
+    memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    do {
+        n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return 0;
+    }
+    return n;
+}
+
+void chpp_link_io_shm_tx_start(ChppLinkIo *io)
+{
+    io->tx_shm = true;
+    trace_chpp_hca_link_shm("sending through memory", "");
+    chpp_link_io_handlers(io);
+    if (io->write_cb) {
+        chpp_link_shm_want_room(io->shm_tx);
+    }
+}
+
+bool chpp_link_io_shm_attach(ChppLinkIo *io, const struct chpp_link_shm *offer,
+                             Error **errp)
+{
+    ChppLinkShm *shm;
+
+    qemu_mutex_lock(&io->rx_lock);
+    if (io->shm_rx || !io->stashed) {
+        qemu_mutex_unlock(&io->rx_lock);
+        error_setg(errp, io->shm_rx ? "a second shared ring" :
+                   "no descriptors came with the shared ring");
+        return false;
+    }
+    io->stashed = false;
+    shm = chpp_link_shm_attach(offer, io->stash, errp);
+    if (shm) {
+        qatomic_set(&io->shm_rx, shm);
+    }
+    qemu_mutex_unlock(&io->rx_lock);
+    if (!shm) {
+        return false;
+    }
+    trace_chpp_hca_link_shm("receiving through memory", "");
+    chpp_link_io_handlers(io);
+    /* The thread waits on the ring's eventfd now; bytes may wait already. */
+    event_notifier_set(&io->wake);
+    qemu_bh_schedule(io->bh);
+    return true;
+}
+
+bool chpp_link_io_broken(ChppLinkIo *io)
+{
+    return qatomic_read(&io->broken);
 }

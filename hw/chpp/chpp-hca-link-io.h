@@ -10,6 +10,7 @@
 
 #include "chardev/char.h"
 #include "qemu/main-loop.h"
+#include "hw/chpp/chpp-wire.h"
 
 typedef struct ChppLinkIo ChppLinkIo;
 
@@ -62,6 +63,9 @@ typedef struct ChppLinkIoStats {
     uint32_t stalls;            /* bytes waited for the thread to return */
     uint32_t early;             /* it returned to polls going on */
     uint32_t away_us;           /* its time away after the last poll */
+    bool shm_rx;                /* the peer's bytes come from memory */
+    bool shm_tx;                /* this side's go to memory */
+    uint32_t stray_fds;         /* descriptors received and closed */
 } ChppLinkIoStats;
 
 void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st);
@@ -95,5 +99,25 @@ ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
                             int iovcnt);
 /* Call @cb once the socket is writable (NULL: no longer). */
 void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque);
+
+/*
+ * Shared memory (docs/link.md, "Shared memory").  The sender: make a ring
+ * to offer (its size; 0 if this socket cannot pass descriptors or no ring
+ * could be made), write the CHPP_LINK_SHM record with its descriptors
+ * (as chpp_link_io_writev()), and once the record went whole, write
+ * everything else into the ring.
+ */
+uint32_t chpp_link_io_shm_offer(ChppLinkIo *io);
+ssize_t chpp_link_io_write_offer(ChppLinkIo *io, const struct iovec *iov,
+                                 int iovcnt);
+void chpp_link_io_shm_tx_start(ChppLinkIo *io);
+/*
+ * The receiver, parsing the peer's CHPP_LINK_SHM record: map the ring
+ * whose descriptors came with it, and read from it from now on.
+ */
+bool chpp_link_io_shm_attach(ChppLinkIo *io, const struct chpp_link_shm *offer,
+                             Error **errp);
+/* The peer broke a ring (or wrote to the socket after its record). */
+bool chpp_link_io_broken(ChppLinkIo *io);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qapi/error.h"
 #include "chardev/char-fe.h"
 #include "chpp-hca-datapath.h"
 #include "chpp-hca-link-io.h"
@@ -50,8 +51,15 @@ static ssize_t chpp_link_write(ChppLink *l)
         size_t off = CHPP_ETH_HDR_SIZE + (n ? 0 : l->out_off);
 
         rec = it->data;
+        if (rec == l->shm_offer && n) {
+            break;              /* the offer goes alone, last on the socket */
+        }
         iov[n].iov_base = rec->data + off;
         iov[n].iov_len = rec->len - off;
+    }
+    if (l->outq->head->data == l->shm_offer) {
+        return l->out_off ? chpp_link_io_writev(l->io, iov, 1) :
+                            chpp_link_io_write_offer(l->io, iov, 1);
     }
     return chpp_link_io_writev(l->io, iov, n);
 }
@@ -69,6 +77,11 @@ static void chpp_link_written(ChppLink *l, size_t n)
             return;
         }
         g_queue_pop_head(l->outq);
+        if (rec == l->shm_offer) {
+            /* The offer went whole: everything after it goes to memory. */
+            l->shm_offer = NULL;
+            chpp_link_io_shm_tx_start(l->io);
+        }
         g_byte_array_unref(rec);
         l->out_off = 0;
         l->out_bytes -= left;
@@ -83,6 +96,7 @@ static void chpp_link_out_drop(ChppLink *l)
     while ((rec = g_queue_pop_head(l->outq))) {
         g_byte_array_unref(rec);
     }
+    l->shm_offer = NULL;
     l->out_off = 0;
     l->out_bytes = 0;
 }
@@ -358,7 +372,9 @@ static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
         off += sizeof(rec) + len;
     }
     chpp_link_io_consume(io, off);
-    if (eof && !l->closing) {
+    if (eof && !l->closing && chpp_link_io_broken(io)) {
+        chpp_stream_protocol_error(s, "the peer broke a shared ring");
+    } else if (eof && !l->closing) {
         trace_chpp_hca_link_event("end of stream");
         chpp_stream_disconnect(s);
     }
@@ -489,6 +505,50 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
     }
 }
 
+
+/* ---- shared memory (docs/link.md, "Shared memory") ------------------ */
+
+/* Can this side take the peer's ring (CHPP_LINK_CAP_SHM)? */
+bool chpp_stream_shm_able(ChppHcaState *s)
+{
+    return s->link.use_shm && s->link.io;
+}
+
+uint32_t chpp_stream_shm_ring(ChppHcaState *s)
+{
+    ChppLink *l = &s->link;
+
+    if (!chpp_stream_shm_able(s) || l->shm_offer) {
+        return 0;
+    }
+    return chpp_link_io_shm_offer(l->io);
+}
+
+void chpp_stream_shm_queued(ChppHcaState *s)
+{
+    s->link.shm_offer = g_queue_peek_tail(s->link.outq);
+}
+
+void chpp_stream_shm_attach(ChppHcaState *s, const uint8_t *body,
+                            uint32_t len)
+{
+    struct chpp_link_shm offer = {};
+    Error *err = NULL;
+
+    if (!chpp_stream_shm_able(s)) {
+        chpp_stream_protocol_error(s, "a shared ring not asked for");
+        return;
+    }
+    memcpy(&offer, body, MIN(len, sizeof(offer)));
+    if (len < sizeof(offer)) {
+        error_setg(&err, "a short record");
+    } else if (chpp_link_io_shm_attach(s->link.io, &offer, &err)) {
+        return;
+    }
+    trace_chpp_hca_link_shm("refused:", error_get_pretty(err));
+    error_free(err);
+    chpp_stream_protocol_error(s, "a bad shared ring");
+}
 
 void chpp_stream_push(ChppHcaState *s, GByteArray *buf, bool may_wait)
 {

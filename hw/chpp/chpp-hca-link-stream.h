@@ -33,6 +33,16 @@ void chpp_stream_flush_later(ChppHcaState *s);
 void chpp_stream_flush_now(ChppHcaState *s, bool doorbell);
 void chpp_stream_poll_end(ChppHcaState *s);
 void chpp_stream_poll(ChppHcaState *s);
+/*
+ * Shared memory (docs/link.md, "Shared memory"): a ring for this side's
+ * bytes (its size, 0: none; then queue the CHPP_LINK_SHM record and call
+ * chpp_stream_shm_queued()), and the peer's record, which it came with.
+ */
+bool chpp_stream_shm_able(ChppHcaState *s);
+uint32_t chpp_stream_shm_ring(ChppHcaState *s);
+void chpp_stream_shm_queued(ChppHcaState *s);
+void chpp_stream_shm_attach(ChppHcaState *s, const uint8_t *body,
+                            uint32_t len);
 /* Forget the records not written and the partial record read. */
 void chpp_stream_drop(ChppHcaState *s);
 /* This side ends the connection (the chardev disconnects). */

@@ -692,7 +692,9 @@ void chpp_link_send_hello(ChppHcaState *s, uint32_t to, uint8_t flags,
         .node_id = cpu_to_le16(s->params.node_id),
         .data_vcs = s->params.data_vcs,
         .flags = flags,
-        .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
+        .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC |
+                            (!l->eth && chpp_stream_shm_able(s) ?
+                             CHPP_LINK_CAP_SHM : 0)),
         .credits = { cpu_to_le32(chpp_link_grant(l)),
                      cpu_to_le32(chpp_link_grant(l)) },
         .epoch = cpu_to_le32(l->epoch),
@@ -827,6 +829,25 @@ bool chpp_link_hello_ok(ChppHcaState *s, uint32_t to,
     return true;
 }
 
+/*
+ * The peer takes a shared ring: from this record on, this side's bytes go
+ * to memory (docs/link.md, "Shared memory").
+ */
+static void chpp_link_shm_offer(ChppHcaState *s)
+{
+    uint32_t size = chpp_stream_shm_ring(s);
+    struct chpp_link_shm m = {
+        .ring_size = cpu_to_le32(size),
+        .data_off = cpu_to_le32(CHPP_LINK_SHM_DATA_OFF),
+    };
+
+    if (size) {
+        chpp_link_put(s, 0, CHPP_LINK_SHM, 0, &m, sizeof(m));
+        chpp_stream_shm_queued(s);
+        chpp_stream_flush(s);
+    }
+}
+
 /* A byte stream: one HELLO per connection, the peer is up at once. */
 static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
 {
@@ -845,6 +866,9 @@ static void chpp_link_hello(ChppHcaState *s, const uint8_t *p, uint32_t len)
     }
     peer = chpp_link_peer_new(s, le16_to_cpu(h.node_id), 0, &h);
     chpp_link_peer_up(s, peer);
+    if (le32_to_cpu(h.caps) & CHPP_LINK_CAP_SHM) {
+        chpp_link_shm_offer(s);
+    }
 }
 
 void chpp_link_credit(ChppHcaState *s, ChppPeer *p, uint8_t vc,
@@ -1014,6 +1038,13 @@ static void chpp_link_record(ChppHcaState *s, const struct chpp_link_rec *rec,
             break;
         }
         chpp_link_frame(s, peer, rec->vc, p, len);
+        break;
+    case CHPP_LINK_SHM:
+        if (!peer->up) {
+            chpp_stream_protocol_error(s, "shared ring before HELLO");
+            break;
+        }
+        chpp_stream_shm_attach(s, p, len);
         break;
     default:
         chpp_stream_protocol_error(s, "unknown record type");

@@ -460,6 +460,7 @@ static Property chpp_hca_props[] = {
     DEFINE_PROP_UINT32("link-credits", ChppHcaState, link.eth_credits,
                        CHPP_LINK_ETH_CREDITS),
     DEFINE_PROP_BOOL("link-thread", ChppHcaState, link.use_thread, true),
+    DEFINE_PROP_BOOL("link-shm", ChppHcaState, link.use_shm, true),
     DEFINE_PROP_UINT32("link-ack-hold-us", ChppHcaState, link.ack_hold_us,
                        CHPP_LINK_ACK_HOLD_US),
     DEFINE_PROP_STRING("capture", ChppHcaState, link.capture_path),

@@ -416,6 +416,8 @@ typedef struct ChppLink {
     QEMUTimer *tick;            /* Ethernet: HELLO, peer loss, probes */
     int64_t next_hello;         /* realtime ns */
     bool use_thread;            /* property link-thread */
+    bool use_shm;               /* property link-shm */
+    GByteArray *shm_offer;      /* our CHPP_LINK_SHM record, queued */
     uint32_t ring_size;         /* property x-link-ring-size */
     char *capture_path;         /* property capture (chardev) */
     uint64_t capture_max;       /* property capture-max */

@@ -69,6 +69,7 @@ struct_fields("chpp_link_rec", "rec")
 struct_fields("chpp_link_hello", "hello")
 struct_fields("chpp_link_credit", "credit")
 struct_fields("chpp_link_refuse", "refuse")
+struct_fields("chpp_link_shm", "shm")
 struct_fields(EXT, "ext")
 pf["chpp.hello.extra"] = ProtoField.bytes("chpp.hello.extra", "extra fields")
 pf["chpp.payload"] = ProtoField.bytes("chpp.payload", "payload")
@@ -322,6 +323,10 @@ local function dissect_body(tvb, tree, rtype, vc)
                              flag_names("CHPP_LINK_CAP_", v.caps or 0))
     elseif name == "CREDIT" then
         return string.format("CREDIT vc %d +%s", vc, tostring(v.count))
+    elseif name == "SHM" then
+        -- The sender's later records travel in memory, not in this capture's
+        -- stream; the device still captures them as it parses them.
+        return string.format("SHM ring of %s bytes", tostring(v.ring_size))
     elseif name == "REFUSE" then
         tree:add_proto_expert_info(ex.refused)
         return string.format("REFUSE %s: %s",

@@ -34,7 +34,7 @@ DEFAULT_OUT = os.path.join(ROOT, "build/wireshark/chpp.lua")
 
 # The structs the dissector decodes, and the enums and flag sets it shows.
 STRUCTS = ["chpp_wire_ext", "chpp_link_rec", "chpp_link_hello",
-           "chpp_link_credit", "chpp_link_refuse"]
+           "chpp_link_credit", "chpp_link_refuse", "chpp_link_shm"]
 FLAG_SETS = ["CHPP_WIRE_F_", "CHPP_LINK_CAP_"]
 # Scalar #defines the dissector needs (sizes, magic, EtherType, version).
 CONSTANTS = ["CHPP_WIRE_HDR_SIZE", "CHPP_WIRE_EXT_VERSION",

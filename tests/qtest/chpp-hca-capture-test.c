@@ -247,7 +247,7 @@ static void test_capture_decoded(void)
     g_autofree char *fa = NULL, *fb = NULL;
     g_autoptr(GPtrArray) ra = NULL, rb = NULL;
     ChppNode a, b;
-    uint32_t bk, psn, next_put = 0, hellos = 0, credits = 0;
+    uint32_t bk, psn, next_put = 0, hellos = 0, credits = 0, shms = 0;
     bool get_req = false, get_resp = false, send = false, send_acked = false;
     guint i;
 
@@ -273,6 +273,11 @@ static void test_capture_decoded(void)
                             stringify(CHPP_LINK_CREDITS) ","
                             stringify(CHPP_LINK_CREDITS));
             hellos++;
+            continue;
+        case CHPP_LINK_SHM:
+            /* Each side moves its half to a shared ring (docs/link.md). */
+            g_assert_cmpstr(r[F_DST], ==, from_a ? mac2 : mac1);
+            shms++;
             continue;
         case CHPP_LINK_CREDIT:
             /* Node 2 returns the credits of the PUT's frames. */
@@ -360,6 +365,7 @@ static void test_capture_decoded(void)
         }
     }
     g_assert_cmpuint(hellos, ==, 2);
+    g_assert_cmpuint(shms, ==, 2);
     g_assert_cmpuint(credits, >=, 1);
     g_assert_cmpuint(next_put, ==, PUT_LEN / CHPP_WIRE_MAX_PAYLOAD);
     g_assert(get_req && get_resp && send);

@@ -114,6 +114,36 @@ struct chpp_wire_ext {
 CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
 
 /*
+ * Shared-memory rings (docs/link.md, "Shared memory"): on a unix socket,
+ * each side may move its half of the stream into a memfd it creates and
+ * passes with a CHPP_LINK_SHM record (SCM_RIGHTS: the memfd, then the
+ * eventfd it signals when bytes wait, then the one it waits on for room).
+ * The record is the last of that direction on the socket.  The memfd holds
+ * this header, then the ring at data_off.  Indexes run free modulo 2^32 in
+ * the host's byte order (both ends share one host); each line has one
+ * writer but for the flags, which the other side clears.
+ */
+#define CHPP_LINK_SHM_DATA_OFF      4096
+#define CHPP_LINK_SHM_FDS           3
+
+struct chpp_link_shm {          /* body of a CHPP_LINK_SHM record */
+    uint32_t ring_size;         /* a power of two, 16 KiB to 64 MiB */
+    uint32_t data_off;          /* CHPP_LINK_SHM_DATA_OFF */
+    uint32_t reserved[2];
+};
+CHPP_WIRE_ASSERT_SIZE(struct chpp_link_shm, 16);
+
+struct chpp_link_shm_hdr {
+    uint32_t tail;              /* sender: bytes written */
+    uint32_t writer_waiting;    /* sender sets when full; receiver clears */
+    uint32_t pad0[14];
+    uint32_t head;              /* receiver: bytes consumed */
+    uint32_t reader_sleeping;   /* receiver sets before it sleeps */
+    uint32_t pad1[14];
+};
+CHPP_WIRE_ASSERT_SIZE(struct chpp_link_shm_hdr, 128);
+
+/*
  * Link protocol (docs/link.md): on a byte stream (a QEMU chardev socket)
  * every message is a record: header, then len bytes.  FRAME records carry
  * one wire frame; HELLO opens the link; CREDIT returns frame credits.
@@ -143,6 +173,7 @@ enum chpp_link_rec_type {
     CHPP_LINK_CREDIT    = 3,
     CHPP_LINK_REFUSE    = 4,
     CHPP_LINK_PROBE     = 5,    /* 1.1, Ethernet: sender blocked on credits */
+    CHPP_LINK_SHM       = 6,    /* 1.1, unix socket: my bytes go to memory */
 };
 
 struct chpp_link_rec {
@@ -155,6 +186,7 @@ struct chpp_link_rec {
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_rec, 12);
 
 #define CHPP_LINK_CAP_GET_VC        (1u << 0)   /* separate GET channel */
+#define CHPP_LINK_CAP_SHM           (1u << 1)   /* takes a CHPP_LINK_SHM */
 
 /* HELLO flags (1.1, Ethernet unicast HELLOs; broadcast ones carry 0) */
 #define CHPP_LINK_HELLO_F_NEW       (1u << 0)   /* I made fresh state for you */
