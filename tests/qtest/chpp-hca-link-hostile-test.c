@@ -11,6 +11,10 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "qemu/sockets.h"
+#include "qemu/atomic.h"
+#include "qemu/host-utils.h"
+#include "qemu/memfd.h"
+#include <sys/eventfd.h>
 #include "standard-headers/linux/pci_regs.h"
 #include "chpp-hca-qtest.h"
 #include "hw/chpp/chpp-wire.h"
@@ -1030,6 +1034,444 @@ static void test_refuse_text(void)
     unlink(log);
 }
 
+/* ---- 8: shared rings (docs/link.md, "Shared memory") ------------------ */
+
+typedef struct PeerRing {
+    struct chpp_link_shm_hdr *hdr;
+    uint8_t *data;
+    uint32_t size;
+    size_t len;
+    int fds[CHPP_LINK_SHM_FDS];     /* memfd, data eventfd, room eventfd */
+} PeerRing;
+
+#define PEER_RING   (16u << 10)
+
+/* A ring as a peer makes it: a memfd of @len bytes with @seals. */
+static void ring_make(PeerRing *r, size_t len, unsigned seals)
+{
+    r->fds[0] = memfd_create("peer-ring", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+    g_assert(r->fds[0] >= 0);
+    g_assert(ftruncate(r->fds[0], len) == 0);
+    g_assert(fcntl(r->fds[0], F_ADD_SEALS, seals) == 0);
+    r->len = len;
+    r->size = PEER_RING;
+    r->hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fds[0], 0);
+    g_assert(r->hdr != MAP_FAILED);
+    r->data = (uint8_t *)r->hdr + CHPP_LINK_SHM_DATA_OFF;
+    r->fds[1] = eventfd(0, EFD_CLOEXEC);
+    r->fds[2] = eventfd(0, EFD_CLOEXEC);
+    g_assert(r->fds[1] >= 0 && r->fds[2] >= 0);
+}
+
+static void ring_good(PeerRing *r)
+{
+    ring_make(r, CHPP_LINK_SHM_DATA_OFF + PEER_RING,
+              F_SEAL_SHRINK | F_SEAL_GROW);
+}
+
+static void ring_free(PeerRing *r)
+{
+    int i;
+
+    if (r->hdr) {
+        munmap(r->hdr, r->len);
+    }
+    for (i = 0; i < CHPP_LINK_SHM_FDS; i++) {
+        close(r->fds[i]);
+    }
+    memset(r, 0, sizeof(*r));
+}
+
+/* Bytes with @nfds descriptors, in one message. */
+static void peer_send_fds(Peer *p, const void *buf, size_t len,
+                          const int *fds, int nfds)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } control = {};
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    struct cmsghdr *c;
+
+    if (nfds) {
+        msg.msg_control = &control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    g_assert_cmpint(sendmsg(p->fd, &msg, MSG_NOSIGNAL), ==, len);
+}
+
+/* A CHPP_LINK_SHM record for a ring of @size, with @nfds of @fds. */
+static void peer_offer(Peer *p, uint32_t size, const int *fds, int nfds)
+{
+    struct {
+        struct chpp_link_rec rec;
+        struct chpp_link_shm shm;
+    } QEMU_PACKED m = {
+        .rec = {
+            .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = CHPP_LINK_SHM,
+            .len = cpu_to_le32(sizeof(m.shm)),
+        },
+        .shm = {
+            .ring_size = cpu_to_le32(size),
+            .data_off = cpu_to_le32(CHPP_LINK_SHM_DATA_OFF),
+        },
+    };
+
+    peer_send_fds(p, &m, sizeof(m), fds, nfds);
+}
+
+/* Connect to the listening device; its HELLO offers to take a ring. */
+static void peer_open_shm(Peer *p)
+{
+    struct chpp_link_hello h;
+
+    peer_connect(p);
+    g_assert_cmpuint(peer_read_rec(p, &h, sizeof(h)), ==, CHPP_LINK_HELLO);
+    g_assert_cmphex(le32_to_cpu(h.caps) & CHPP_LINK_CAP_SHM, ==,
+                    CHPP_LINK_CAP_SHM);
+}
+
+/* HELLO taking a ring; the device's CHPP_LINK_SHM answers, mapped in @r. */
+static void peer_take_ring(Peer *p, PeerRing *r)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .node_id = cpu_to_le16(PEER),
+        .caps = cpu_to_le32(CHPP_LINK_CAP_SHM),
+        .credits = { cpu_to_le32(64), cpu_to_le32(64) },
+    };
+    struct {
+        struct chpp_link_rec rec;
+        struct chpp_link_shm shm;
+    } QEMU_PACKED m;
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * CHPP_LINK_SHM_FDS)];
+    } control;
+    struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = &control, .msg_controllen = sizeof(control),
+    };
+    GPollFD pfd = { .fd = p->fd, .events = G_IO_IN };
+    struct cmsghdr *c;
+
+    peer_rec(p, CHPP_LINK_HELLO, 0, &h, sizeof(h));
+    g_assert_cmpint(g_poll(&pfd, 1, 10000), ==, 1);
+    g_assert_cmpint(recvmsg(p->fd, &msg, MSG_WAITALL), ==, sizeof(m));
+    g_assert_cmpuint(m.rec.type, ==, CHPP_LINK_SHM);
+    g_assert_cmpuint(le32_to_cpu(m.rec.len), ==, sizeof(m.shm));
+    g_assert_cmpuint(le32_to_cpu(m.shm.data_off), ==, CHPP_LINK_SHM_DATA_OFF);
+    r->size = le32_to_cpu(m.shm.ring_size);
+    g_assert(is_power_of_2(r->size));
+    c = CMSG_FIRSTHDR(&msg);
+    g_assert(c && c->cmsg_type == SCM_RIGHTS);
+    g_assert_cmpuint(c->cmsg_len, ==, CMSG_LEN(sizeof(r->fds)));
+    memcpy(r->fds, CMSG_DATA(c), sizeof(r->fds));
+    /* The device's memfd cannot shrink under this mapping. */
+    g_assert(fcntl(r->fds[0], F_GET_SEALS) & F_SEAL_SHRINK);
+    r->len = CHPP_LINK_SHM_DATA_OFF + r->size;
+    r->hdr = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                  r->fds[0], 0);
+    g_assert(r->hdr != MAP_FAILED);
+    r->data = (uint8_t *)r->hdr + CHPP_LINK_SHM_DATA_OFF;
+}
+
+/* Write @len bytes into the peer's ring; signal the device if it sleeps. */
+static void ring_put(PeerRing *r, const void *buf, size_t len)
+{
+    uint32_t tail = r->hdr->tail;
+    uint64_t one = 1;
+    size_t i;
+
+    g_assert_cmpuint(len, <=, r->size - (tail - qatomic_read(&r->hdr->head)));
+    for (i = 0; i < len; i++) {
+        r->data[(tail + i) & (r->size - 1)] = ((const uint8_t *)buf)[i];
+    }
+    qatomic_store_release(&r->hdr->tail, tail + len);
+    smp_mb();
+    if (qatomic_xchg(&r->hdr->reader_sleeping, 0)) {
+        g_assert(write(r->fds[1], &one, sizeof(one)) == sizeof(one));
+    }
+}
+
+static void ring_rec(PeerRing *r, uint8_t type, uint8_t vc, const void *data,
+                     uint32_t len)
+{
+    struct chpp_link_rec rec = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = type, .vc = vc,
+        .len = cpu_to_le32(len),
+    };
+
+    ring_put(r, &rec, sizeof(rec));
+    ring_put(r, data, len);
+}
+
+/* Take @len bytes from the device's ring (bounded wait). */
+static void ring_get(PeerRing *r, void *buf, size_t len)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t head = r->hdr->head;
+    size_t i;
+
+    while (qatomic_load_acquire(&r->hdr->tail) - head < len) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    for (i = 0; i < len; i++) {
+        ((uint8_t *)buf)[i] = r->data[(head + i) & (r->size - 1)];
+    }
+    qatomic_store_release(&r->hdr->head, head + len);
+}
+
+/* The next record in the device's ring: its type, its body in @buf. */
+static uint8_t ring_read_rec(PeerRing *r, void *buf, uint32_t max)
+{
+    struct chpp_link_rec rec;
+
+    ring_get(r, &rec, sizeof(rec));
+    g_assert_cmphex(le32_to_cpu(rec.magic), ==, CHPP_LINK_MAGIC);
+    g_assert_cmpuint(le32_to_cpu(rec.len), <=, max);
+    ring_get(r, buf, le32_to_cpu(rec.len));
+    return rec.type;
+}
+
+static bool link_flag(ChppDev *d, const char *key)
+{
+    QDict *rsp;
+    bool v = qdict_get_bool(qdict_get_qdict(state_get(d, &rsp), "link"), key);
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static void wait_link_flag(ChppDev *d, const char *key)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (!link_flag(d, key)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+/* A device listening on a unix socket, as the other QEMU of a pair. */
+static ChppDev *shm_node_start(Peer *p, const char *name)
+{
+    g_autofree char *props = g_strdup_printf("id=hca,node-id=%u,chardev=lnk",
+                                             NODE);
+    g_autofree char *args = NULL;
+
+    p->path = g_strdup_printf("%s/%s", tmpdir, name);
+    p->fd = -1;
+    args = g_strdup_printf("-chardev socket,id=lnk,path=%s,server=on,"
+                           "wait=off", p->path);
+    return chpp_start(props, args);
+}
+
+/* 64 frames the device drops (no such QP): a quarter of its grant. */
+static void ring_junk_frames(PeerRing *r)
+{
+    ChppFrm f = peer_frm(CHPP_OP_SEND, 0, 77, 0x44, 0);
+    GByteArray *ba = chpp_frm_build(&f);
+    int i;
+
+    for (i = 0; i < CHPP_LINK_CREDITS / 4; i++) {
+        ring_rec(r, CHPP_LINK_FRAME, CHPP_VC_DATA, ba->data, ba->len);
+    }
+    g_byte_array_unref(ba);
+}
+
+/*
+ * Both halves of the stream move to shared rings, as between two QEMUs:
+ * what the peer writes to its ring is parsed (frames, a REFUSE), what the
+ * device writes goes to its own (the credits those frames return), the
+ * socket carries nothing after the offers, and descriptors sent with any
+ * other record are closed at once.
+ */
+static void test_shm_rings(void)
+{
+    Peer p;
+    ChppDev *d = shm_node_start(&p, "shm");
+    PeerRing dev = {}, mine = {};
+    struct chpp_link_credit c;
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+    GPollFD pfd;
+    int i, efd = eventfd(0, EFD_CLOEXEC);
+    int stray[2] = { efd, efd };
+    uint8_t type;
+
+    peer_open_shm(&p);
+    /* Descriptors with CREDIT records before the HELLO: closed, counted. */
+    for (i = 0; i < 10; i++) {
+        struct chpp_link_rec rec = {
+            .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = CHPP_LINK_CREDIT,
+        };
+
+        peer_send_fds(&p, &rec, sizeof(rec), stray, 2);
+    }
+    close(efd);
+    wait_link_state(d, "stray-fds", 20);
+
+    peer_take_ring(&p, &dev);
+    ring_good(&mine);
+    peer_offer(&p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+    wait_link_flag(d, "shm-rx");
+    wait_link_flag(d, "shm-tx");
+    g_assert(link_up(d));
+
+    /* The device's answer to the peer's frames comes in its ring. */
+    ring_junk_frames(&mine);
+    while ((type = ring_read_rec(&dev, buf, sizeof(buf))) != CHPP_LINK_CREDIT) {
+        g_assert_cmpuint(type, ==, CHPP_LINK_FRAME);
+    }
+    memcpy(&c, buf, sizeof(c));
+    g_assert_cmpuint(le32_to_cpu(c.count), ==, CHPP_LINK_CREDITS / 4);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_RX_FRAMES), ==,
+                     CHPP_LINK_CREDITS / 4);
+    /* Nothing came on the socket since the device's offer. */
+    pfd = (GPollFD) { .fd = p.fd, .events = G_IO_IN };
+    g_assert_cmpint(g_poll(&pfd, 1, 0), ==, 0);
+
+    /* A REFUSE in the ring is parsed like one on the socket. */
+    {
+        struct chpp_link_refuse rf = {
+            .reason = cpu_to_le32(CHPP_LINK_REFUSE_PROTOCOL),
+        };
+
+        ring_rec(&mine, CHPP_LINK_REFUSE, 0, &rf, sizeof(rf));
+    }
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_REFUSED), ==, 1);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
+    ring_free(&dev);
+    ring_free(&mine);
+    g_free(p.path);
+    chpp_stop(d);
+}
+
+typedef enum {
+    SHM_NO_FDS, SHM_UNSEALED, SHM_SHORT_MEMFD, SHM_HUGE_RING, SHM_PIPE,
+    SHM_BEFORE_HELLO, SHM_SECOND, SHM_BAD_TAIL, SHM_SOCKET_BYTES,
+    SHM_BAD_HEAD, SHM_CASES
+} ShmCase;
+
+static const char *const shm_case_names[SHM_CASES] = {
+    "no descriptors", "memfd not sealed", "memfd shorter than its ring",
+    "ring of 128 MiB", "a pipe for an eventfd", "offer before HELLO",
+    "second offer, in the ring", "impossible tail",
+    "bytes on the socket after the offer", "impossible head",
+};
+
+/* One connection that does @what wrong; the device must cut it. */
+static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
+{
+    PeerRing dev = {}, mine = {};
+    struct chpp_link_shm m = {};
+    int pipefd[2];
+
+    peer_open_shm(p);
+    if (what != SHM_BEFORE_HELLO) {
+        peer_take_ring(p, &dev);
+    }
+    switch (what) {
+    case SHM_NO_FDS:
+        peer_offer(p, PEER_RING, NULL, 0);
+        break;
+    case SHM_UNSEALED:
+        ring_make(&mine, CHPP_LINK_SHM_DATA_OFF + PEER_RING, 0);
+        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        break;
+    case SHM_SHORT_MEMFD:
+        ring_make(&mine, CHPP_LINK_SHM_DATA_OFF + PEER_RING / 2,
+                  F_SEAL_SHRINK | F_SEAL_GROW);
+        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        break;
+    case SHM_HUGE_RING:
+        ring_good(&mine);
+        peer_offer(p, 128u << 20, mine.fds, CHPP_LINK_SHM_FDS);
+        break;
+    case SHM_PIPE:
+        ring_good(&mine);
+        g_assert(pipe(pipefd) == 0);
+        close(mine.fds[1]);
+        close(pipefd[1]);
+        mine.fds[1] = pipefd[0];
+        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        break;
+    case SHM_BEFORE_HELLO:
+        ring_good(&mine);
+        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        break;
+    default:
+        ring_good(&mine);
+        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        wait_link_flag(d, "shm-rx");
+        wait_link_flag(d, "shm-tx");
+        break;
+    }
+    switch (what) {
+    case SHM_SECOND:
+        m.ring_size = cpu_to_le32(PEER_RING);
+        m.data_off = cpu_to_le32(CHPP_LINK_SHM_DATA_OFF);
+        ring_rec(&mine, CHPP_LINK_SHM, 0, &m, sizeof(m));
+        break;
+    case SHM_BAD_TAIL:
+        /* More bytes than the ring holds: the device reads none of them. */
+        memset(mine.data, 0xa5, mine.size);
+        qatomic_set(&mine.hdr->tail, mine.size + 100);
+        g_assert(write(mine.fds[1], &(uint64_t){ 1 }, 8) == 8);
+        break;
+    case SHM_SOCKET_BYTES:
+        peer_credit(p, 0, 1);
+        break;
+    case SHM_BAD_HEAD:
+        /* The device's ring claims to have been read past its tail. */
+        qatomic_set(&dev.hdr->head, dev.hdr->tail + 12345);
+        ring_junk_frames(&mine);
+        break;
+    default:
+        break;
+    }
+    peer_hang_up(p);
+    ring_free(&dev);
+    ring_free(&mine);
+}
+
+/*
+ * A peer's ring is checked before it is mapped (a memfd that could shrink
+ * would fault QEMU, a pipe would block or spin its threads), and its
+ * indexes before any byte moves: each mistake cuts the connection, is
+ * counted as a bad record, and the next connection works.
+ */
+static void test_shm_bad_rings(void)
+{
+    Peer p;
+    ChppDev *d = shm_node_start(&p, "shm-bad");
+    uint64_t bad = 0;
+    ShmCase i;
+
+    for (i = 0; i < SHM_CASES; i++) {
+        g_test_message("%s", shm_case_names[i]);
+        shm_bad(d, &p, i);
+        g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==,
+                         ++bad);
+    }
+    /* Still a working device, and a working link. */
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    peer_open_shm(&p);
+    peer_hello(&p, PEER, 64);
+    wait_link(d, true);
+    g_free(p.path);
+    chpp_stop(d);
+}
+
 /* The same through QEMU's chardev read path instead of the reader thread. */
 static void test_chardev_path(gconstpointer test)
 {
@@ -1063,6 +1505,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link-hostile/refuse-text", test_refuse_text);
     qtest_add_func("/chpp-hca/link-hostile/mad-frames", test_mad_frames);
     qtest_add_func("/chpp-hca/link-hostile/mcast-frames", test_mcast_frames);
+    qtest_add_func("/chpp-hca/link-hostile/shm/rings", test_shm_rings);
+    qtest_add_func("/chpp-hca/link-hostile/shm/bad-rings", test_shm_bad_rings);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
