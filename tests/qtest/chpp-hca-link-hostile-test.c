@@ -1195,6 +1195,7 @@ static void ring_put(PeerRing *r, const void *buf, size_t len)
         r->data[(tail + i) & (r->size - 1)] = ((const uint8_t *)buf)[i];
     }
     qatomic_store_release(&r->hdr->tail, tail + len);
+    /* Tail before the flag, as the device sets the flag before the tail. */
     smp_mb();
     if (qatomic_xchg(&r->hdr->reader_sleeping, 0)) {
         g_assert(write(r->fds[1], &one, sizeof(one)) == sizeof(one));
