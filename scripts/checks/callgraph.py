@@ -42,6 +42,7 @@ LAYERS = [
     # the link to the peer: its socket, Ethernet transport and capture
     # file, the wire format, its protocol, the port it makes, and the
     # routing of frames to loopback or the link
+    ["chpp-hca-link-shm.c"],
     ["chpp-hca-link-io.c", "chpp-hca-link-eth.c", "chpp-hca-capture.c"],
     ["chpp-hca-wire.c"],
     ["chpp-hca-link-stream.c"],
