@@ -204,7 +204,8 @@ ssize_t chpp_link_shm_read(ChppLinkShm *shm, uint8_t *buf, uint32_t len)
     first = MIN(n, shm->size - at);
     memcpy(buf, shm->data + at, first);
     memcpy(buf + first, shm->data, n - first);
-    shm->idx += n;
+    /* A thread about to sleep compares it with the tail: atomic. */
+    qatomic_set(&shm->idx, shm->idx + n);
     qatomic_store_release(&h->head, shm->idx);
     /* Pairs with the barrier in chpp_link_shm_want_room(). */
     smp_mb();
@@ -223,7 +224,7 @@ bool chpp_link_shm_sleep(ChppLinkShm *shm)
     qatomic_set(&h->reader_sleeping, 1);
     /* Pairs with the barrier in chpp_link_shm_writev(). */
     smp_mb();
-    if (qatomic_read(&h->tail) != shm->idx) {
+    if (qatomic_read(&h->tail) != qatomic_read(&shm->idx)) {
         qatomic_set(&h->reader_sleeping, 0);
         return false;
     }
