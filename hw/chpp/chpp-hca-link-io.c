@@ -144,8 +144,14 @@ static ssize_t chpp_link_io_sock_recv(ChppLinkIo *io, uint8_t *buf,
 static ssize_t chpp_link_io_shm_recv(ChppLinkIo *io, uint8_t *buf,
                                      uint32_t len)
 {
-    ssize_t n = chpp_link_shm_read(io->shm_rx, buf, len);
+    ssize_t n;
 
+    /* Broken by either side, the socket's check included: no more bytes. */
+    if (qatomic_read(&io->broken)) {
+        errno = EPROTO;
+        return -1;
+    }
+    n = chpp_link_shm_read(io->shm_rx, buf, len);
     if (n < 0) {
         qatomic_set(&io->broken, true);
     } else if (!n && !qatomic_read(&io->peer_closed)) {
@@ -864,6 +870,16 @@ bool chpp_link_io_shm_attach(ChppLinkIo *io, const struct chpp_link_shm *offer,
         return false;
     }
     trace_chpp_hca_link_shm("receiving through memory", "");
+    if (io->joined) {
+        /*
+         * The peer hung up (chpp_link_io_drain()): its last records are
+         * in the ring, and the parse of this record goes on to them.
+         */
+        while (chpp_link_io_recv(io) > 0) {
+            /* up to the reader ring's room, as for the socket */
+        }
+        return true;
+    }
     chpp_link_io_handlers(io);
     /* The thread waits on the ring's eventfd now; bytes may wait already. */
     event_notifier_set(&io->wake);

@@ -351,7 +351,9 @@ static void chpp_link_rx_parse(ChppHcaState *s, bool vcpu)
     eof = chpp_link_io_eof(io);
     avail = chpp_link_io_avail(io);
     trace_chpp_hca_link_rx_parse(avail, vcpu);
-    while (avail - off >= sizeof(struct chpp_link_rec)) {
+    while (avail - off >= sizeof(struct chpp_link_rec) ||
+           (avail = chpp_link_io_avail(io)) - off >=
+           sizeof(struct chpp_link_rec)) {
         struct chpp_link_rec rec;
         uint32_t len;
 

@@ -1357,6 +1357,41 @@ static void test_shm_rings(void)
     chpp_stop(d);
 }
 
+/*
+ * A peer that moves to its ring, writes its REFUSE there and hangs up at
+ * once: the device must hear it, whether its reader thread or the
+ * chardev's hang-up gets there first (the records after the offer are in
+ * memory the socket's last words do not hold).
+ */
+static void test_shm_last_words(void)
+{
+    Peer p;
+    ChppDev *d = shm_node_start(&p, "shm-last");
+    struct chpp_link_refuse rf = {
+        .reason = cpu_to_le32(CHPP_LINK_REFUSE_PROTOCOL),
+    };
+    int i, n = 20;
+
+    for (i = 0; i < n; i++) {
+        PeerRing dev = {}, mine = {};
+
+        peer_open_shm(&p);
+        peer_take_ring(&p, &dev);
+        ring_good(&mine);
+        peer_offer(&p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_rec(&mine, CHPP_LINK_REFUSE, 0, &rf, sizeof(rf));
+        close(p.fd);
+        p.fd = -1;
+        wait_counter(d, CHPP_CNT_LINK_REFUSED, i + 1);
+        ring_free(&dev);
+        ring_free(&mine);
+    }
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_REFUSED), ==, n);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
+    g_free(p.path);
+    chpp_stop(d);
+}
+
 typedef enum {
     SHM_NO_FDS, SHM_UNSEALED, SHM_SHORT_MEMFD, SHM_HUGE_RING, SHM_PIPE,
     SHM_BEFORE_HELLO, SHM_SECOND, SHM_BAD_TAIL, SHM_SOCKET_BYTES,
@@ -1510,6 +1545,8 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link-hostile/mcast-frames", test_mcast_frames);
     qtest_add_func("/chpp-hca/link-hostile/shm/rings", test_shm_rings);
     qtest_add_func("/chpp-hca/link-hostile/shm/bad-rings", test_shm_bad_rings);
+    qtest_add_func("/chpp-hca/link-hostile/shm/last-words",
+                   test_shm_last_words);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",
                         test_spoofed_source, test_chardev_path);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/magic-guessing",
