@@ -752,6 +752,20 @@ void chpp_link_io_consume(ChppLinkIo *io, uint32_t n)
     }
 }
 
+/* Non-blocking: bytes written, 0 if the socket is full, -1 on error. */
+static ssize_t chpp_link_io_sendmsg(ChppLinkIo *io, struct msghdr *msg)
+{
+    ssize_t n;
+
+    do {
+        n = sendmsg(io->fd, msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return 0;
+    }
+    return n;
+}
+
 ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
                             int iovcnt)
 {
@@ -770,13 +784,7 @@ ssize_t chpp_link_io_writev(ChppLinkIo *io, const struct iovec *iov,
         }
         return n;
     }
-    do {
-        n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return 0;
-    }
-    return n;
+    return chpp_link_io_sendmsg(io, &msg);
 }
 
 void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque)
@@ -822,20 +830,13 @@ ssize_t chpp_link_io_write_offer(ChppLinkIo *io, const struct iovec *iov,
     };
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     int fds[CHPP_LINK_SHM_FDS];
-    ssize_t n;
 
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(fds));
     chpp_link_shm_fds(io->shm_tx, fds);
     memcpy(CMSG_DATA(c), fds, sizeof(fds));
-    do {
-        n = sendmsg(io->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return 0;
-    }
-    return n;
+    return chpp_link_io_sendmsg(io, &msg);
 }
 
 void chpp_link_io_shm_tx_start(ChppLinkIo *io)
