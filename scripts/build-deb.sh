@@ -325,7 +325,8 @@ device_sources() {
 # --- (d) the guard -----------------------------------------------------------------------
 # Every configuration macro the device's compilation tests, with its value in
 # Debian's build of this source (on/off). Reasons: host probes give the same
-# answer on any Debian 12 amd64 (libc, compiler); CONFIG_LINUX_AIO,
+# answer on any Debian 12 amd64 (libc, compiler; CONFIG_MEMFD: glibc's
+# memfd_create, for the link's shared rings); CONFIG_LINUX_AIO,
 # CONFIG_LINUX_IO_URING, CONFIG_ZSTD, CONFIG_SPICE(_PROTOCOL) are Debian's
 # --enable options (passed here too); CONFIG_DBUS_DISPLAY from the overlay;
 # CONFIG_REPLICATION is on by default; CONFIG_XEN_BACKEND: --disable-xen;
@@ -339,6 +340,7 @@ declare -A DEBIAN_VALUE=(
     [CONFIG_ATOMIC64]=on [CONFIG_BYTESWAP_H]=on [CONFIG_EPOLL]=on
     [CONFIG_INT128]=on [CONFIG_IOVEC]=on [CONFIG_LINUX]=on [CONFIG_POSIX]=on
     [CONFIG_QEMU_MODDIR]=on [CONFIG_STAMP]=on [CONFIG_SYSMACROS]=on
+    [CONFIG_MEMFD]=on
     [CONFIG_REPLICATION]=on [HAVE_HOST_BLOCK_DEVICE]=on
     [HAVE_IPPROTO_MPTCP]=on [HAVE_STRCHRNUL]=on [HAVE_SYSTEM_FUNCTION]=on
     [CONFIG_LINUX_AIO]=on [CONFIG_LINUX_IO_URING]=on [CONFIG_ZSTD]=on
