@@ -73,6 +73,43 @@ static bool reader_thread(Node *n)
     return on;
 }
 
+static bool link_state_bool(Node *n, const char *key)
+{
+    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
+    bool v = qdict_get_bool(link, key);
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/*
+ * Do the two nodes move to shared rings (docs/link.md, "Shared memory")?
+ * On a unix socket read by the reader thread, unless link-shm=off: the
+ * socket-* variant of this test (meson.build) runs it so.
+ */
+static bool shm_expected(void)
+{
+    const char *env = chpp_env_props();
+
+    return !*node_props && !(env && strstr(env, "link-shm=off"));
+}
+
+/* Wait (bounded) for both directions of @n's link in memory, or none. */
+static void check_shm(Node *n)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (shm_expected() && !(link_state_bool(n, "shm-rx") &&
+                               link_state_bool(n, "shm-tx"))) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    g_assert_cmpint(link_state_bool(n, "shm-rx"), ==, shm_expected());
+    g_assert_cmpint(link_state_bool(n, "shm-tx"), ==, shm_expected());
+}
+
 static uint64_t link_state_u64(Node *n, const char *key)
 {
     QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
@@ -228,6 +265,8 @@ static void test_link_up_and_port(void)
     g_assert_cmpuint(pi.state, ==, CHPP_PORT_ACTIVE);
     g_assert_cmpuint(pi.phys_state, ==, CHPP_PORT_PHYS_LINK_UP);
     g_assert_cmpuint(chpp_counter(a.d, CHPP_CNT_LINK_UPS), ==, 1);
+    check_shm(&a);
+    check_shm(&b);
     pair_stop(&a, &b);
 }
 
@@ -243,6 +282,8 @@ static void test_ops_both_directions(void)
     /* The path under test: the reader thread unless link-thread=off. */
     g_assert_cmpint(reader_thread(&a), ==, !*node_props);
     g_assert_cmpint(reader_thread(&b), ==, !*node_props);
+    check_shm(&a);
+    check_shm(&b);
     pair_connect(&a, &b, 0, 14, 3);
     for (i = 0; i < 2; i++) {
         Node *x = n[i], *y = n[!i];
