@@ -79,6 +79,7 @@ struct ChppLinkIo {
     bool tx_shm;                /* writes go to shm_tx: the offer went */
     bool peer_closed;           /* the socket ended (shm_rx: nothing else) */
     bool broken;                /* the peer broke a ring: cut the link */
+    QEMUBH *room_bh;            /* the ring had room as the writer asked */
     int stash[CHPP_LINK_SHM_FDS]; /* descriptors received (rx_lock) */
     bool stashed;
     uint32_t stray_fds;         /* descriptors received and closed */
@@ -114,12 +115,18 @@ static void chpp_link_io_keep_fds(ChppLinkIo *io, struct msghdr *msg)
     }
 }
 
+/*
+ * Room for more descriptors than a set, so that a wrong set is seen whole
+ * (the kernel closes what does not fit: MSG_CTRUNC).
+ */
+#define CHPP_LINK_IO_FDS_SEEN   8
+
 static ssize_t chpp_link_io_sock_recv(ChppLinkIo *io, uint8_t *buf,
                                       uint32_t len)
 {
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * CHPP_LINK_SHM_FDS)];
+        char buf[CMSG_SPACE(sizeof(int) * CHPP_LINK_IO_FDS_SEEN)];
     } control;
     struct iovec iov = { .iov_base = buf, .iov_len = len };
     struct msghdr msg = {
@@ -146,16 +153,22 @@ static ssize_t chpp_link_io_shm_recv(ChppLinkIo *io, uint8_t *buf,
 {
     ssize_t n;
 
-    /* Broken by either side, the socket's check included: no more bytes. */
-    if (qatomic_read(&io->broken)) {
+    /*
+     * Broken by either side, the socket's check and a flood of signals
+     * included: no more bytes.
+     */
+    if (qatomic_read(&io->broken) ||
+        chpp_link_shm_error(io->shm_rx) == EPROTO) {
+        qatomic_set(&io->broken, true);
         errno = EPROTO;
         return -1;
     }
     n = chpp_link_shm_read(io->shm_rx, buf, len);
     if (n < 0) {
         qatomic_set(&io->broken, true);
-    } else if (!n && !qatomic_read(&io->peer_closed)) {
-        errno = EAGAIN;
+    } else if (!n && !qatomic_read(&io->peer_closed) &&
+               !chpp_link_shm_error(io->shm_rx)) {
+        errno = EAGAIN;         /* the peer's end of the signals is open */
         n = -1;
     }
     return n;
@@ -238,7 +251,7 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
         return;                 /* bytes came meanwhile */
     }
     /* From memory: the peer's signal, and the socket for its end. */
-    pfd[1].fd = rx ? chpp_link_shm_wait_fd(rx, false) : io->fd;
+    pfd[1].fd = rx ? chpp_link_shm_wait_fd(rx) : io->fd;
     pfd[2].revents = 0;
     qemu_poll_ns(pfd, rx ? 3 : 2, timed ? io->idle_ns : -1);
     qatomic_set(&io->asleep, false);
@@ -344,8 +357,14 @@ static bool chpp_link_io_loop_wait(ChppLinkIo *io, GPollFD *pfd)
     qatomic_set(&io->asleep, true);
     /* Pairs with the barrier in chpp_link_io_hold(). */
     smp_mb();
+    /*
+     * peer_closed: the peer's end of this side's signals closed (set
+     * before the wake-up, perhaps before this thread gave the socket to the
+     * main loop): the stream ends once the peer's ring is read.
+     */
     if (qatomic_read(&io->hold_deadline) ||
-        chpp_link_io_polled(io, get_clock())) {
+        chpp_link_io_polled(io, get_clock()) ||
+        qatomic_read(&io->peer_closed)) {
         qatomic_set(&io->asleep, false);
         chpp_link_io_loop_set(io, false);
         return false;
@@ -443,18 +462,48 @@ static void chpp_link_io_writable(void *opaque)
     io->write_cb(io->write_opaque);
 }
 
-/* The writer's handler, for a full ring: room was signalled. */
+static void chpp_link_io_handlers(ChppLinkIo *io);
+static void chpp_link_io_loop_end(ChppLinkIo *io);
+
+/*
+ * The writer's handler, for a full ring: room was signalled, or the
+ * peer's end of the signals closed (the end of the connection, as its
+ * socket's: the thread ends the stream once the peer's ring is read) or
+ * flooded (a broken protocol).
+ */
 static void chpp_link_io_room(void *opaque)
 {
     ChppLinkIo *io = opaque;
 
-    chpp_link_shm_clear(io->shm_tx, true);
+    if (chpp_link_shm_clear(io->shm_tx) < 0) {
+        trace_chpp_hca_link_shm("the peer's signals for this side's ring",
+                                errno == EPROTO ? "flooded" : "ended");
+        if (errno == EPROTO) {
+            qatomic_set(&io->broken, true);
+        } else {
+            qatomic_set(&io->peer_closed, true);
+        }
+        chpp_link_io_handlers(io);
+        chpp_link_io_loop_end(io);  /* the thread reads what is left */
+        return;
+    }
     io->write_cb(io->write_opaque);
+}
+
+/* The ring had room as the writer asked for it: no signal comes. */
+static void chpp_link_io_room_bh(void *opaque)
+{
+    ChppLinkIo *io = opaque;
+
+    if (io->write_cb) {
+        io->write_cb(io->write_opaque);
+    }
 }
 
 /*
  * The descriptors' handlers as the reader and the writer want them: the
- * socket's, or the eventfds' of the rings in use.
+ * socket's, or the signal sockets' of the rings in use (not once they
+ * ended: they would stay readable).
  */
 static void chpp_link_io_handlers(ChppLinkIo *io)
 {
@@ -464,13 +513,12 @@ static void chpp_link_io_handlers(ChppLinkIo *io)
                         io->write_cb && !io->tx_shm ?
                         chpp_link_io_writable : NULL, io);
     if (io->shm_rx) {
-        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx, false), rd,
-                            NULL, io);
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx), rd, NULL, io);
     }
     if (io->tx_shm) {
-        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx, true),
-                            io->write_cb ? chpp_link_io_room : NULL, NULL,
-                            io);
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx),
+                            io->write_cb && !chpp_link_shm_error(io->shm_tx) ?
+                            chpp_link_io_room : NULL, NULL, io);
     }
 }
 
@@ -555,6 +603,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
                     ss.ss_family == AF_UNIX;
     io->bh = bh;
     io->settle_bh = qemu_bh_new(chpp_link_io_settle, io);
+    io->room_bh = qemu_bh_new(chpp_link_io_room_bh, io);
     io->idle_ns = idle_us * SCALE_US;
     io->away_ns = io->idle_ns;
     assert(is_power_of_2(ring_size));
@@ -563,6 +612,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     qemu_mutex_init(&io->rx_lock);
     if (event_notifier_init(&io->wake, false) < 0) {
         qemu_bh_delete(io->settle_bh);
+        qemu_bh_delete(io->room_bh);
         qemu_mutex_destroy(&io->rx_lock);
         close(fd);
         g_free(io->ring);
@@ -607,12 +657,12 @@ void chpp_link_io_stop(ChppLinkIo *io)
     }
     qemu_set_fd_handler(io->fd, NULL, NULL, NULL);
     if (io->shm_rx) {
-        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx, false), NULL,
-                            NULL, NULL);
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_rx), NULL, NULL,
+                            NULL);
     }
     if (io->tx_shm) {
-        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx, true), NULL,
-                            NULL, NULL);
+        qemu_set_fd_handler(chpp_link_shm_wait_fd(io->shm_tx), NULL, NULL,
+                            NULL);
     }
     chpp_link_io_join(io);
     chpp_link_shm_free(io->shm_rx);
@@ -621,6 +671,7 @@ void chpp_link_io_stop(ChppLinkIo *io)
         close(io->stash[i]);
     }
     qemu_bh_delete(io->settle_bh);
+    qemu_bh_delete(io->room_bh);
     event_notifier_cleanup(&io->wake);
     qemu_mutex_destroy(&io->rx_lock);
     close(io->fd);
@@ -792,8 +843,8 @@ void chpp_link_io_want_write(ChppLinkIo *io, IOHandler *cb, void *opaque)
     io->write_cb = cb;
     io->write_opaque = opaque;
     chpp_link_io_handlers(io);
-    if (cb && io->tx_shm) {
-        chpp_link_shm_want_room(io->shm_tx);
+    if (cb && io->tx_shm && !chpp_link_shm_want_room(io->shm_tx)) {
+        qemu_bh_schedule(io->room_bh);
     }
 }
 
@@ -842,10 +893,11 @@ ssize_t chpp_link_io_write_offer(ChppLinkIo *io, const struct iovec *iov,
 void chpp_link_io_shm_tx_start(ChppLinkIo *io)
 {
     io->tx_shm = true;
+    chpp_link_shm_offered(io->shm_tx);
     trace_chpp_hca_link_shm("sending through memory", "");
     chpp_link_io_handlers(io);
-    if (io->write_cb) {
-        chpp_link_shm_want_room(io->shm_tx);
+    if (io->write_cb && !chpp_link_shm_want_room(io->shm_tx)) {
+        qemu_bh_schedule(io->room_bh);
     }
 }
 
@@ -882,7 +934,7 @@ bool chpp_link_io_shm_attach(ChppLinkIo *io, const struct chpp_link_shm *offer,
         return true;
     }
     chpp_link_io_handlers(io);
-    /* The thread waits on the ring's eventfd now; bytes may wait already. */
+    /* The thread waits on the ring's signals now; bytes may wait already. */
     event_notifier_set(&io->wake);
     qemu_bh_schedule(io->bh);
     return true;

@@ -5,8 +5,8 @@
  * Between two QEMUs on one host, every small message on the socket costs
  * a system call to write it and, for a vCPU that busy-polls the adapter,
  * a system call per empty poll to look for the answer.  A ring in a memfd
- * makes a poll a memory read and a write a copy; eventfds carry a wake-up
- * only when the other side sleeps.
+ * makes a poll a memory read and a write a copy; a byte on a socket pair
+ * carries a wake-up only when the other side sleeps.
  *
  * The ring is created by its sender (this side's memory: the receiver
  * cannot grow what the sender must keep), sealed against shrinking, so
@@ -21,9 +21,15 @@
 #include "qemu/atomic.h"
 #include "qemu/memfd.h"
 #include "qapi/error.h"
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include "chpp-hca-link-io.h"
 #include "chpp-hca-link-shm.h"
+
+/*
+ * Signal bytes found waiting at once beyond this: the peer floods its end
+ * (a genuine one sends one per flag it cleared, so a few wait at most).
+ */
+#define CHPP_LINK_SHM_SIGNALS_MAX   4096
 
 struct ChppLinkShm {
     struct chpp_link_shm_hdr *hdr;
@@ -31,51 +37,80 @@ struct ChppLinkShm {
     size_t map_len;
     uint32_t size;              /* of the ring: a power of two */
     uint32_t idx;               /* sender: its tail; receiver: its head */
-    int fds[CHPP_LINK_SHM_FDS]; /* memfd, data eventfd, room eventfd */
+    int sig;                    /* this side's end of the signal socket */
+    int mem;                    /* sender, until offered: the memfd */
+    int peer_sig;               /* sender, until offered: the peer's end */
+    int err;                    /* the signals ended: EPIPE or EPROTO */
 };
 
-enum { SHM_MEM, SHM_DATA, SHM_ROOM };
-
-static void chpp_link_shm_signal(int fd)
+/*
+ * One byte to the other end.  MSG_DONTWAIT holds for this call whatever
+ * the peer did to the socket's flags; a full socket is signalled already.
+ */
+static void chpp_link_shm_signal(ChppLinkShm *shm)
 {
-    uint64_t one = 1;
+    ssize_t n;
 
-    /* A full counter (never in practice) still reads as signalled. */
-    if (write(fd, &one, sizeof(one)) < 0) {
-        return;
+    do {
+        n = send(shm->sig, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+}
+
+int chpp_link_shm_clear(ChppLinkShm *shm)
+{
+    uint8_t buf[512];
+    size_t total = 0;
+    int err = qatomic_read(&shm->err);
+    ssize_t n;
+
+    while (!err) {
+        n = recv(shm->sig, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n > 0) {
+            total += n;
+            if (total > CHPP_LINK_SHM_SIGNALS_MAX) {
+                err = EPROTO;
+            } else if (n == sizeof(buf)) {
+                continue;
+            }
+        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            err = EPIPE;        /* the peer closed its end */
+        }
+        break;
     }
-}
-
-void chpp_link_shm_clear(ChppLinkShm *shm, bool sender)
-{
-    uint64_t v;
-
-    if (read(shm->fds[sender ? SHM_ROOM : SHM_DATA], &v, sizeof(v)) < 0) {
-        return;                 /* not signalled */
+    if (!err) {
+        return 0;
     }
+    qatomic_cmpxchg(&shm->err, 0, err);
+    errno = qatomic_read(&shm->err);
+    return -1;
 }
 
-int chpp_link_shm_wait_fd(ChppLinkShm *shm, bool sender)
+int chpp_link_shm_error(ChppLinkShm *shm)
 {
-    return shm->fds[sender ? SHM_ROOM : SHM_DATA];
+    return qatomic_read(&shm->err);
 }
 
-static ChppLinkShm *chpp_link_shm_map(uint32_t ring_size,
-                                      int fds[CHPP_LINK_SHM_FDS],
+int chpp_link_shm_wait_fd(ChppLinkShm *shm)
+{
+    return shm->sig;
+}
+
+static ChppLinkShm *chpp_link_shm_map(uint32_t ring_size, int mem,
                                       Error **errp)
 {
     ChppLinkShm *shm = g_new0(ChppLinkShm, 1);
     void *p;
 
-    memcpy(shm->fds, fds, sizeof(shm->fds));
+    shm->sig = shm->mem = shm->peer_sig = -1;
     shm->size = ring_size;
     shm->map_len = CHPP_LINK_SHM_DATA_OFF + (size_t)ring_size;
-    p = mmap(NULL, shm->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-             fds[SHM_MEM], 0);
+    p = mmap(NULL, shm->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0);
     if (p == MAP_FAILED) {
         error_setg_errno(errp, errno, "cannot map the link's ring");
-        shm->hdr = NULL;
-        chpp_link_shm_free(shm);
+        g_free(shm);
         return NULL;
     }
     shm->hdr = p;
@@ -85,104 +120,131 @@ static ChppLinkShm *chpp_link_shm_map(uint32_t ring_size,
 
 ChppLinkShm *chpp_link_shm_create(uint32_t ring_size, Error **errp)
 {
-    int fds[CHPP_LINK_SHM_FDS] = { -1, -1, -1 };
-    int i;
+    /* Signals are single bytes and few wait: pin little for a lazy peer. */
+    int sndbuf = 4096;
+    ChppLinkShm *shm;
+    int mem, sv[2];
 
-    fds[SHM_MEM] = qemu_memfd_create("chpp-link",
-                                     CHPP_LINK_SHM_DATA_OFF + ring_size,
-                                     false, 0, F_SEAL_SHRINK | F_SEAL_GROW |
-                                     F_SEAL_SEAL, errp);
-    if (fds[SHM_MEM] < 0) {
+    mem = qemu_memfd_create("chpp-link", CHPP_LINK_SHM_DATA_OFF + ring_size,
+                            false, 0, F_SEAL_SHRINK | F_SEAL_GROW |
+                            F_SEAL_SEAL, errp);
+    if (mem < 0) {
         return NULL;
     }
-    for (i = SHM_DATA; i <= SHM_ROOM; i++) {
-        fds[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (fds[i] < 0) {
-            error_setg_errno(errp, errno, "cannot create an eventfd");
-            for (i = 0; i < CHPP_LINK_SHM_FDS; i++) {
-                if (fds[i] >= 0) {
-                    close(fds[i]);
-                }
-            }
-            return NULL;
-        }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        error_setg_errno(errp, errno, "cannot create the signal socket");
+        close(mem);
+        return NULL;
     }
-    return chpp_link_shm_map(ring_size, fds, errp);
+    shm = chpp_link_shm_map(ring_size, mem, errp);
+    if (!shm) {
+        close(mem);
+        close(sv[0]);
+        close(sv[1]);
+        return NULL;
+    }
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    shm->mem = mem;
+    shm->sig = sv[0];
+    shm->peer_sig = sv[1];
+    return shm;
 }
 
 void chpp_link_shm_fds(ChppLinkShm *shm, int fds[CHPP_LINK_SHM_FDS])
 {
-    memcpy(fds, shm->fds, sizeof(shm->fds));
+    fds[0] = shm->mem;
+    fds[1] = shm->peer_sig;
 }
 
-/* An eventfd, made non-blocking (a pipe would block or poll readable). */
-static bool chpp_link_shm_eventfd_ok(int fd)
+void chpp_link_shm_offered(ChppLinkShm *shm)
 {
-    g_autofree char *path = g_strdup_printf("/proc/self/fd/%d", fd);
-    char link[32] = "";
-    ssize_t n = readlink(path, link, sizeof(link) - 1);
-    int fl;
+    if (shm->mem >= 0) {
+        close(shm->mem);
+        close(shm->peer_sig);
+        shm->mem = shm->peer_sig = -1;
+    }
+}
 
-    if (n < 0 || strcmp(link, "anon_inode:[eventfd]")) {
+/*
+ * A connected unix stream socket: anything else (a pipe, an eventfd, a
+ * listening or unconnected socket) would never signal, or could block.
+ */
+static bool chpp_link_shm_socket_ok(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    struct stat st;
+    int v;
+
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         return false;
     }
-    fl = fcntl(fd, F_GETFL);
-    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+    len = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 ||
+        v != AF_UNIX) {
+        return false;
+    }
+    len = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
+        v != SOCK_STREAM) {
+        return false;
+    }
+    len = sizeof(ss);
+    return getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
 }
 
 ChppLinkShm *chpp_link_shm_attach(const struct chpp_link_shm *offer,
                                   int fds[CHPP_LINK_SHM_FDS], Error **errp)
 {
     uint32_t size = le32_to_cpu(offer->ring_size);
+    ChppLinkShm *shm = NULL;
     struct stat st;
-    int seals, i;
+    int seals;
 
     if (!is_power_of_2(size) || size < CHPP_LINK_RING_MIN ||
         size > CHPP_LINK_RING_MAX ||
         le32_to_cpu(offer->data_off) != CHPP_LINK_SHM_DATA_OFF) {
         error_setg(errp, "ring of %u bytes at %u", size,
                    le32_to_cpu(offer->data_off));
-        goto fail;
+        goto out;
     }
-    seals = fcntl(fds[SHM_MEM], F_GET_SEALS);
+    seals = fcntl(fds[0], F_GET_SEALS);
     if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
         /* Shrunk under our mapping, it would fault this process. */
         error_setg(errp, "the ring is not a memfd sealed against shrinking");
-        goto fail;
+        goto out;
     }
-    if (fstat(fds[SHM_MEM], &st) < 0 ||
+    if (fstat(fds[0], &st) < 0 ||
         st.st_size < CHPP_LINK_SHM_DATA_OFF + (off_t)size) {
         error_setg(errp, "the memfd is smaller than its ring");
-        goto fail;
+        goto out;
     }
-    for (i = SHM_DATA; i <= SHM_ROOM; i++) {
-        if (!chpp_link_shm_eventfd_ok(fds[i])) {
-            error_setg(errp, "descriptor %d is not an eventfd", i);
-            goto fail;
-        }
+    if (!chpp_link_shm_socket_ok(fds[1])) {
+        error_setg(errp, "the signal descriptor is not a connected unix "
+                   "stream socket");
+        goto out;
     }
-    return chpp_link_shm_map(size, fds, errp);
-
-fail:
-    for (i = 0; i < CHPP_LINK_SHM_FDS; i++) {
-        close(fds[i]);
+    shm = chpp_link_shm_map(size, fds[0], errp);
+    if (shm) {
+        shm->sig = fds[1];
+        fds[1] = -1;
     }
-    return NULL;
+out:
+    close(fds[0]);              /* the mapping keeps the memory */
+    if (fds[1] >= 0) {
+        close(fds[1]);
+    }
+    return shm;
 }
 
 void chpp_link_shm_free(ChppLinkShm *shm)
 {
-    int i;
-
     if (!shm) {
         return;
     }
-    if (shm->hdr) {
-        munmap(shm->hdr, shm->map_len);
-    }
-    for (i = 0; i < CHPP_LINK_SHM_FDS; i++) {
-        close(shm->fds[i]);
-    }
+    munmap(shm->hdr, shm->map_len);
+    chpp_link_shm_offered(shm);
+    close(shm->sig);
     g_free(shm);
 }
 
@@ -211,7 +273,7 @@ ssize_t chpp_link_shm_read(ChppLinkShm *shm, uint8_t *buf, uint32_t len)
     smp_mb();
     if (qatomic_read(&h->writer_waiting) &&
         qatomic_xchg(&h->writer_waiting, 0)) {
-        chpp_link_shm_signal(shm->fds[SHM_ROOM]);
+        chpp_link_shm_signal(shm);
     }
     return n;
 }
@@ -220,7 +282,9 @@ bool chpp_link_shm_sleep(ChppLinkShm *shm)
 {
     struct chpp_link_shm_hdr *h = shm->hdr;
 
-    chpp_link_shm_clear(shm, false);
+    if (chpp_link_shm_clear(shm) < 0) {
+        return false;           /* its end would stay readable */
+    }
     qatomic_set(&h->reader_sleeping, 1);
     /* Pairs with the barrier in chpp_link_shm_writev(). */
     smp_mb();
@@ -267,21 +331,19 @@ ssize_t chpp_link_shm_writev(ChppLinkShm *shm, const struct iovec *iov,
     smp_mb();
     if (qatomic_read(&h->reader_sleeping) &&
         qatomic_xchg(&h->reader_sleeping, 0)) {
-        chpp_link_shm_signal(shm->fds[SHM_DATA]);
+        chpp_link_shm_signal(shm);
     }
     return n;
 }
 
-void chpp_link_shm_want_room(ChppLinkShm *shm)
+bool chpp_link_shm_want_room(ChppLinkShm *shm)
 {
     struct chpp_link_shm_hdr *h = shm->hdr;
 
     qatomic_set(&h->writer_waiting, 1);
     /* Pairs with the barrier in chpp_link_shm_read(). */
     smp_mb();
-    if (shm->idx - qatomic_read(&h->head) != shm->size &&
-        qatomic_xchg(&h->writer_waiting, 0)) {
-        /* Room already (or an impossible index): try again at once. */
-        chpp_link_shm_signal(shm->fds[SHM_ROOM]);
-    }
+    /* Room already (or an impossible index): the flag taken back. */
+    return shm->idx - qatomic_read(&h->head) == shm->size ||
+           !qatomic_xchg(&h->writer_waiting, 0);
 }

@@ -11,6 +11,8 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "qemu/sockets.h"
+#include <sys/ioctl.h>
+#include <sys/un.h>
 #include "qemu/atomic.h"
 #include "qemu/host-utils.h"
 #include "qemu/memfd.h"
@@ -1041,26 +1043,34 @@ typedef struct PeerRing {
     uint8_t *data;
     uint32_t size;
     size_t len;
-    int fds[CHPP_LINK_SHM_FDS];     /* memfd, data eventfd, room eventfd */
+    int mem;                /* the memfd, until offered */
+    int sig;                /* this program's end of the signal socket */
+    int give;               /* the other end, until offered */
 } PeerRing;
 
 #define PEER_RING   (16u << 10)
 
-/* A ring as a peer makes it: a memfd of @len bytes with @seals. */
+/*
+ * A ring as a peer makes it: a memfd of @len bytes with @seals, and a
+ * socket pair left blocking (the device's recv() and send() must not
+ * depend on the flags of descriptions a peer shares).
+ */
 static void ring_make(PeerRing *r, size_t len, unsigned seals)
 {
-    r->fds[0] = memfd_create("peer-ring", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-    g_assert(r->fds[0] >= 0);
-    g_assert(ftruncate(r->fds[0], len) == 0);
-    g_assert(fcntl(r->fds[0], F_ADD_SEALS, seals) == 0);
+    int sv[2];
+
+    r->mem = memfd_create("peer-ring", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+    g_assert(r->mem >= 0);
+    g_assert(ftruncate(r->mem, len) == 0);
+    g_assert(fcntl(r->mem, F_ADD_SEALS, seals) == 0);
     r->len = len;
     r->size = PEER_RING;
-    r->hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fds[0], 0);
+    r->hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->mem, 0);
     g_assert(r->hdr != MAP_FAILED);
     r->data = (uint8_t *)r->hdr + CHPP_LINK_SHM_DATA_OFF;
-    r->fds[1] = eventfd(0, EFD_CLOEXEC);
-    r->fds[2] = eventfd(0, EFD_CLOEXEC);
-    g_assert(r->fds[1] >= 0 && r->fds[2] >= 0);
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    r->sig = sv[0];
+    r->give = sv[1];
 }
 
 static void ring_good(PeerRing *r)
@@ -1069,16 +1079,22 @@ static void ring_good(PeerRing *r)
               F_SEAL_SHRINK | F_SEAL_GROW);
 }
 
+static void fd_close(int *fd)
+{
+    if (*fd > 0) {
+        close(*fd);
+    }
+    *fd = -1;
+}
+
 static void ring_free(PeerRing *r)
 {
-    int i;
-
     if (r->hdr) {
         munmap(r->hdr, r->len);
     }
-    for (i = 0; i < CHPP_LINK_SHM_FDS; i++) {
-        close(r->fds[i]);
-    }
+    fd_close(&r->mem);
+    fd_close(&r->sig);
+    fd_close(&r->give);
     memset(r, 0, sizeof(*r));
 }
 
@@ -1124,6 +1140,21 @@ static void peer_offer(Peer *p, uint32_t size, const int *fds, int nfds)
     };
 
     peer_send_fds(p, &m, sizeof(m), fds, nfds);
+}
+
+/* Offer @r as a ring of @size; its memfd and the end given are closed. */
+static void ring_offer_size(Peer *p, PeerRing *r, uint32_t size)
+{
+    int fds[CHPP_LINK_SHM_FDS] = { r->mem, r->give };
+
+    peer_offer(p, size, fds, CHPP_LINK_SHM_FDS);
+    fd_close(&r->mem);
+    fd_close(&r->give);
+}
+
+static void ring_offer(Peer *p, PeerRing *r)
+{
+    ring_offer_size(p, r, PEER_RING);
 }
 
 /* Connect to the listening device; its HELLO offers to take a ring. */
@@ -1172,14 +1203,17 @@ static void peer_take_ring(Peer *p, PeerRing *r)
     g_assert(is_power_of_2(r->size));
     c = CMSG_FIRSTHDR(&msg);
     g_assert(c && c->cmsg_type == SCM_RIGHTS);
-    g_assert_cmpuint(c->cmsg_len, ==, CMSG_LEN(sizeof(r->fds)));
-    memcpy(r->fds, CMSG_DATA(c), sizeof(r->fds));
+    g_assert_cmpuint(c->cmsg_len, ==, CMSG_LEN(sizeof(int) * 2));
+    memcpy(&r->mem, CMSG_DATA(c), sizeof(int));
+    memcpy(&r->sig, CMSG_DATA(c) + sizeof(int), sizeof(int));
+    r->give = -1;
     /* The device's memfd cannot shrink under this mapping. */
-    g_assert(fcntl(r->fds[0], F_GET_SEALS) & F_SEAL_SHRINK);
+    g_assert(fcntl(r->mem, F_GET_SEALS) & F_SEAL_SHRINK);
     r->len = CHPP_LINK_SHM_DATA_OFF + r->size;
     r->hdr = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  r->fds[0], 0);
+                  r->mem, 0);
     g_assert(r->hdr != MAP_FAILED);
+    fd_close(&r->mem);
     r->data = (uint8_t *)r->hdr + CHPP_LINK_SHM_DATA_OFF;
 }
 
@@ -1187,7 +1221,6 @@ static void peer_take_ring(Peer *p, PeerRing *r)
 static void ring_put(PeerRing *r, const void *buf, size_t len)
 {
     uint32_t tail = r->hdr->tail;
-    uint64_t one = 1;
     size_t i;
 
     g_assert_cmpuint(len, <=, r->size - (tail - qatomic_read(&r->hdr->head)));
@@ -1198,7 +1231,7 @@ static void ring_put(PeerRing *r, const void *buf, size_t len)
     /* Tail before the flag, as the device sets the flag before the tail. */
     smp_mb();
     if (qatomic_xchg(&r->hdr->reader_sleeping, 0)) {
-        g_assert(write(r->fds[1], &one, sizeof(one)) == sizeof(one));
+        g_assert_cmpint(send(r->sig, "", 1, MSG_NOSIGNAL), ==, 1);
     }
 }
 
@@ -1263,10 +1296,10 @@ static void wait_link_flag(ChppDev *d, const char *key)
 }
 
 /* A device listening on a unix socket, as the other QEMU of a pair. */
-static ChppDev *shm_node_start(Peer *p, const char *name)
+static ChppDev *shm_node_start(Peer *p, const char *name, const char *more)
 {
-    g_autofree char *props = g_strdup_printf("id=hca,node-id=%u,chardev=lnk",
-                                             NODE);
+    g_autofree char *props = g_strdup_printf("id=hca,node-id=%u,chardev=lnk%s",
+                                             NODE, more);
     g_autofree char *args = NULL;
 
     p->path = g_strdup_printf("%s/%s", tmpdir, name);
@@ -1299,30 +1332,33 @@ static void ring_junk_frames(PeerRing *r)
 static void test_shm_rings(void)
 {
     Peer p;
-    ChppDev *d = shm_node_start(&p, "shm");
+    ChppDev *d = shm_node_start(&p, "shm", "");
     PeerRing dev = {}, mine = {};
     struct chpp_link_credit c;
     uint8_t buf[CHPP_WIRE_FRAME_MAX];
     GPollFD pfd;
     int i, efd = eventfd(0, EFD_CLOEXEC);
-    int stray[2] = { efd, efd };
+    int stray[3] = { efd, efd, efd };
     uint8_t type;
 
     peer_open_shm(&p);
-    /* Descriptors with CREDIT records before the HELLO: closed, counted. */
+    /*
+     * Sets of descriptors that cannot be an offer's, with CREDIT records
+     * before the HELLO: closed, counted.
+     */
     for (i = 0; i < 10; i++) {
         struct chpp_link_rec rec = {
             .magic = cpu_to_le32(CHPP_LINK_MAGIC), .type = CHPP_LINK_CREDIT,
         };
 
-        peer_send_fds(&p, &rec, sizeof(rec), stray, 2);
+        peer_send_fds(&p, &rec, sizeof(rec), stray, i % 2 ? 3 : 1);
     }
     close(efd);
     wait_link_state(d, "stray-fds", 20);
 
     peer_take_ring(&p, &dev);
     ring_good(&mine);
-    peer_offer(&p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+    ring_offer(&p, &mine);
     wait_link_flag(d, "shm-rx");
     wait_link_flag(d, "shm-tx");
     g_assert(link_up(d));
@@ -1366,7 +1402,7 @@ static void test_shm_rings(void)
 static void test_shm_last_words(void)
 {
     Peer p;
-    ChppDev *d = shm_node_start(&p, "shm-last");
+    ChppDev *d = shm_node_start(&p, "shm-last", "");
     struct chpp_link_refuse rf = {
         .reason = cpu_to_le32(CHPP_LINK_REFUSE_PROTOCOL),
     };
@@ -1378,7 +1414,7 @@ static void test_shm_last_words(void)
         peer_open_shm(&p);
         peer_take_ring(&p, &dev);
         ring_good(&mine);
-        peer_offer(&p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer(&p, &mine);
         ring_rec(&mine, CHPP_LINK_REFUSE, 0, &rf, sizeof(rf));
         close(p.fd);
         p.fd = -1;
@@ -1393,24 +1429,49 @@ static void test_shm_last_words(void)
 }
 
 typedef enum {
-    SHM_NO_FDS, SHM_UNSEALED, SHM_SHORT_MEMFD, SHM_HUGE_RING, SHM_PIPE,
-    SHM_BEFORE_HELLO, SHM_SECOND, SHM_BAD_TAIL, SHM_SOCKET_BYTES,
-    SHM_BAD_HEAD, SHM_CASES
+    SHM_NO_FDS, SHM_THREE_FDS, SHM_UNSEALED, SHM_SHORT_MEMFD, SHM_HUGE_RING,
+    SHM_PIPE, SHM_EVENTFD, SHM_LISTENING, SHM_DGRAM, SHM_BEFORE_HELLO,
+    SHM_SECOND, SHM_BAD_TAIL, SHM_SOCKET_BYTES, SHM_BAD_HEAD, SHM_FLOOD,
+    SHM_CASES
 } ShmCase;
 
 static const char *const shm_case_names[SHM_CASES] = {
-    "no descriptors", "memfd not sealed", "memfd shorter than its ring",
-    "ring of 128 MiB", "a pipe for an eventfd", "offer before HELLO",
+    "no descriptors", "three descriptors (the withdrawn eventfd offer)",
+    "memfd not sealed", "memfd shorter than its ring", "ring of 128 MiB",
+    "a pipe for the signal socket", "an eventfd for the signal socket",
+    "a listening socket for the signal socket",
+    "a datagram socket for the signal socket", "offer before HELLO",
     "second offer, in the ring", "impossible tail",
     "bytes on the socket after the offer", "impossible head",
+    "a flood of signals",
 };
+
+/* Give @fd instead of the signal socket's other end. */
+static void ring_give(PeerRing *r, int fd)
+{
+    fd_close(&r->give);
+    r->give = fd;
+}
+
+/* A unix stream socket that listens (bound to an automatic address). */
+static int listening_socket(void)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_assert(fd >= 0);
+    g_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) == 0);
+    g_assert(listen(fd, 1) == 0);
+    return fd;
+}
 
 /* One connection that does @what wrong; the device must cut it. */
 static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
 {
     PeerRing dev = {}, mine = {};
     struct chpp_link_shm m = {};
-    int pipefd[2];
+    static uint8_t flood[8192];
+    int pipefd[2], sv[2];
 
     peer_open_shm(p);
     if (what != SHM_BEFORE_HELLO) {
@@ -1422,32 +1483,53 @@ static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
         break;
     case SHM_UNSEALED:
         ring_make(&mine, CHPP_LINK_SHM_DATA_OFF + PEER_RING, 0);
-        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer(p, &mine);
         break;
     case SHM_SHORT_MEMFD:
         ring_make(&mine, CHPP_LINK_SHM_DATA_OFF + PEER_RING / 2,
                   F_SEAL_SHRINK | F_SEAL_GROW);
-        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer(p, &mine);
         break;
     case SHM_HUGE_RING:
         ring_good(&mine);
-        peer_offer(p, 128u << 20, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer_size(p, &mine, 128u << 20);
+        break;
+    case SHM_THREE_FDS:
+        ring_good(&mine);
+        peer_offer(p, PEER_RING, (int[]) { mine.mem, mine.give, mine.sig },
+                   3);
         break;
     case SHM_PIPE:
         ring_good(&mine);
         g_assert(pipe(pipefd) == 0);
-        close(mine.fds[1]);
         close(pipefd[1]);
-        mine.fds[1] = pipefd[0];
-        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_give(&mine, pipefd[0]);
+        ring_offer(p, &mine);
+        break;
+    case SHM_EVENTFD:
+        ring_good(&mine);
+        ring_give(&mine, eventfd(0, EFD_CLOEXEC));
+        ring_offer(p, &mine);
+        break;
+    case SHM_LISTENING:
+        ring_good(&mine);
+        ring_give(&mine, listening_socket());
+        ring_offer(p, &mine);
+        break;
+    case SHM_DGRAM:
+        ring_good(&mine);
+        g_assert(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0);
+        close(sv[1]);
+        ring_give(&mine, sv[0]);
+        ring_offer(p, &mine);
         break;
     case SHM_BEFORE_HELLO:
         ring_good(&mine);
-        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer(p, &mine);
         break;
     default:
         ring_good(&mine);
-        peer_offer(p, PEER_RING, mine.fds, CHPP_LINK_SHM_FDS);
+        ring_offer(p, &mine);
         wait_link_flag(d, "shm-rx");
         wait_link_flag(d, "shm-tx");
         break;
@@ -1464,7 +1546,7 @@ static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
          * mapping (the device's own ring has room for 1 MiB).
          */
         qatomic_set(&mine.hdr->tail, 1u << 24);
-        g_assert(write(mine.fds[1], &(uint64_t){ 1 }, 8) == 8);
+        g_assert_cmpint(send(mine.sig, "", 1, MSG_NOSIGNAL), ==, 1);
         break;
     case SHM_SOCKET_BYTES:
         peer_credit(p, 0, 1);
@@ -1473,6 +1555,11 @@ static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
         /* The device's ring claims to have been read past its tail. */
         qatomic_set(&dev.hdr->head, dev.hdr->tail + 12345);
         ring_junk_frames(&mine);
+        break;
+    case SHM_FLOOD:
+        /* A genuine peer leaves a few signal bytes waiting, not 8 KiB. */
+        g_assert_cmpint(send(mine.sig, flood, sizeof(flood), MSG_NOSIGNAL),
+                        ==, sizeof(flood));
         break;
     default:
         break;
@@ -1491,7 +1578,7 @@ static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
 static void test_shm_bad_rings(void)
 {
     Peer p;
-    ChppDev *d = shm_node_start(&p, "shm-bad");
+    ChppDev *d = shm_node_start(&p, "shm-bad", "");
     uint64_t bad = 0;
     ShmCase i;
 
@@ -1502,6 +1589,88 @@ static void test_shm_bad_rings(void)
                          ++bad);
     }
     /* Still a working device, and a working link. */
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    peer_open_shm(&p);
+    peer_hello(&p, PEER, 64);
+    wait_link(d, true);
+    g_free(p.path);
+    chpp_stop(d);
+}
+
+/*
+ * The signal sockets against a peer that misuses them.  (a) It leaves the
+ * end it gave blocking and never reads its own, while it asks for a
+ * wake-up before each batch of frames: the device's signals fill the
+ * socket and are dropped, the device never blocks (its small SO_SNDBUF
+ * bounds what such a peer pins).  (b) It closes its end of the device's
+ * ring while the device waits for room: the end of the connection, as a
+ * hang-up.  (c) It closes its own ring's end: the same.  Neither breaks
+ * the protocol, and the next connection works.
+ */
+static void test_shm_signals(void)
+{
+    Peer p;
+    ChppDev *d = shm_node_start(&p, "shm-signals", ",x-link-ring-size=16384");
+    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    PeerRing dev = {}, mine = {};
+    uint8_t buf[CHPP_WIRE_FRAME_MAX];
+    uint32_t len = 64 << 10;
+    uint64_t mem = guest_alloc(&d->qs->alloc, len);
+    uint32_t rkey;
+    ChppFrm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
+    GByteArray *ba;
+    int i, waiting, rounds = 40;
+
+    chpp_node_setup(&a, d, NODE, 0);
+    rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, mem, len, CHPP_MPT_REMOTE_READ);
+    chpp_node_qp(&a, 2, 0x33, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+
+    /* (a) */
+    peer_open_shm(&p);
+    peer_take_ring(&p, &dev);
+    ring_good(&mine);
+    ring_offer(&p, &mine);
+    wait_link_flag(d, "shm-rx");
+    wait_link_flag(d, "shm-tx");
+    for (i = 0; i < rounds; i++) {
+        qatomic_set(&dev.hdr->reader_sleeping, 1);
+        ring_junk_frames(&mine);
+        while (ring_read_rec(&dev, buf, sizeof(buf)) != CHPP_LINK_CREDIT) {
+            /* frames before the credit: none expected, none harmful */
+        }
+    }
+    g_assert_cmpint(ioctl(dev.sig, FIONREAD, &waiting), ==, 0);
+    g_test_message("%d of %d signals wait", waiting, rounds);
+    g_assert_cmpint(waiting, >, 0);
+    g_assert_cmpint(waiting, <, rounds);
+    g_assert(link_up(d));
+
+    /* (b): 64 KiB to answer through a 16 KiB ring nobody reads. */
+    fd_close(&dev.sig);
+    f.va = mem;
+    f.rkey = rkey;
+    f.msg_len = len;
+    ba = chpp_frm_build(&f);
+    ring_rec(&mine, CHPP_LINK_FRAME, f.vc, ba->data, ba->len);
+    g_byte_array_unref(ba);
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
+    ring_free(&dev);
+    ring_free(&mine);
+
+    /* (c) */
+    peer_open_shm(&p);
+    peer_take_ring(&p, &dev);
+    ring_good(&mine);
+    ring_offer(&p, &mine);
+    wait_link_flag(d, "shm-rx");
+    fd_close(&mine.sig);
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
+    ring_free(&dev);
+    ring_free(&mine);
+
     g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
     peer_open_shm(&p);
     peer_hello(&p, PEER, 64);
@@ -1545,6 +1714,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link-hostile/mcast-frames", test_mcast_frames);
     qtest_add_func("/chpp-hca/link-hostile/shm/rings", test_shm_rings);
     qtest_add_func("/chpp-hca/link-hostile/shm/bad-rings", test_shm_bad_rings);
+    qtest_add_func("/chpp-hca/link-hostile/shm/signals", test_shm_signals);
     qtest_add_func("/chpp-hca/link-hostile/shm/last-words",
                    test_shm_last_words);
     qtest_add_data_func("/chpp-hca/link-hostile/chardev-path/spoofed-source",

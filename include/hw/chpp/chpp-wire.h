@@ -116,15 +116,16 @@ CHPP_WIRE_ASSERT_SIZE(struct chpp_wire_ext, 80);
 /*
  * Shared-memory rings (docs/link.md, "Shared memory"): on a unix socket,
  * each side may move its half of the stream into a memfd it creates and
- * passes with a CHPP_LINK_SHM record (SCM_RIGHTS: the memfd, then the
- * eventfd it signals when bytes wait, then the one it waits on for room).
- * The record is the last of that direction on the socket.  The memfd holds
+ * passes with a CHPP_LINK_SHM record (SCM_RIGHTS: the memfd, then one end
+ * of a unix stream socket pair whose other end it keeps: a byte each way
+ * wakes the other side, bytes wait or room came).  The record is the last
+ * of that direction on the socket.  The memfd holds
  * this header, then the ring at data_off.  Indexes run free modulo 2^32 in
  * the host's byte order (both ends share one host); each line has one
  * writer but for the flags, which the other side clears.
  */
 #define CHPP_LINK_SHM_DATA_OFF      4096
-#define CHPP_LINK_SHM_FDS           3
+#define CHPP_LINK_SHM_FDS           2
 
 struct chpp_link_shm {          /* body of a CHPP_LINK_SHM record */
     uint32_t ring_size;         /* a power of two, 16 KiB to 64 MiB */
@@ -186,7 +187,8 @@ struct chpp_link_rec {
 CHPP_WIRE_ASSERT_SIZE(struct chpp_link_rec, 12);
 
 #define CHPP_LINK_CAP_GET_VC        (1u << 0)   /* separate GET channel */
-#define CHPP_LINK_CAP_SHM           (1u << 1)   /* takes a CHPP_LINK_SHM */
+/* bit 1: withdrawn (rings signalled with eventfds); never set, ignored */
+#define CHPP_LINK_CAP_SHM           (1u << 2)   /* takes a CHPP_LINK_SHM */
 
 /* HELLO flags (1.1, Ethernet unicast HELLOs; broadcast ones carry 0) */
 #define CHPP_LINK_HELLO_F_NEW       (1u << 0)   /* I made fresh state for you */
