@@ -55,10 +55,12 @@ vtry() {
             sleep 0.2; w=$((w + 1))
             [ $w -lt 300 ] || break
         done
-        echo up >"/www/$name"
+        # One flag per try (VPORT moves on both nodes): a retry's client
+        # must not take the first try's flag for the second's listen.
+        echo up >"/www/$name.$VPORT"
         wait $vpid
     else
-        fetch "$name" 120 || return 255
+        fetch "$name.$VPORT" 120 || return 255
         timeout "$secs" "$@" -p "$VPORT" "$PEER" >"/tmp/$name.log" 2>&1
     fi
 }
