@@ -57,10 +57,10 @@ vtry() {
         done
         # One flag per try (VPORT moves on both nodes): a retry's client
         # must not take the first try's flag for the second's listen.
-        echo up >"/www/$name.$VPORT"
+        echo up >"/www/${name}p$VPORT"
         wait $vpid
     else
-        fetch "$name.$VPORT" 120 || return 255
+        fetch "${name}p$VPORT" 120 || return 255
         timeout "$secs" "$@" -p "$VPORT" "$PEER" >"/tmp/$name.log" 2>&1
     fi
 }
