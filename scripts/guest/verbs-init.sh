@@ -287,14 +287,16 @@ verbs_bench() {
     only=$(chpp_arg bench_only)
     # Message rate: -n messages per QP, several in flight (perftest's
     # default of 128 posted); MsgRate is the row's 5th column (Mpps).
+    # chpp.duration=S: each run lasts S seconds instead (-D).
     # Atomics are 8 bytes (perftest refuses -s for them).
+    dur=$(chpp_arg duration)
     for t in write_bw send_bw atomic_bw; do
         case ",${only:-$t}," in *",$t,"*) ;; *) continue ;; esac
         for q in 1 4; do
             for sz in $(bench_sizes "$t" 2 64); do
                 name="b${dev}$(echo "$t" | tr -d _)s${sz}q$q"
                 c0=$(transport_counters "$dev")
-                bench_run "$name" "$sz" "$dev $t $sz $q" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -q "$q" -n "$iters" "$@"
+                bench_run "$name" "$sz" "$dev $t $sz $q" "ib_$t" -d "$dev" -F $(bench_size_arg "$t" "$sz") -q "$q" $(if [ -n "$dur" ]; then echo "-D $dur"; else echo "-n $iters"; fi) "$@"
                 # perftest's inline size and depths; the requester's counters.
                 inl=$(sed -n 's/.*Max inline data *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)
                 txd=$(sed -n 's/.*TX depth *: *\([0-9]*\).*/\1/p' "/tmp/$name.log" | head -n 1)

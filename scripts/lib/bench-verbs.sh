@@ -20,6 +20,10 @@
 #   scripts/lib/bench-verbs.sh [--iters N] [--lat-iters N] [--only T,...]
 #                              [pair.sh options]
 #       --iters N   messages per QP in the message-rate runs (default 20000)
+#       --duration S  instead, each message-rate run lasts S seconds
+#                   (perftest -D): the steady state, in a bounded time on
+#                   both devices (a 20,000-message run lasts about 0.1 s on
+#                   chpp-hca and reads up to a third lower, docs/build.md)
 #       --lat-iters N  round trips in each latency run (default 2000; the
 #                   99.9th percentile of 2000 is their second worst)
 #       --only T,.. only these perftest tools (write_bw, send_bw, atomic_bw,
@@ -31,10 +35,11 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ITERS=20000 LAT_ITERS=2000 ONLY=write_bw,send_bw,atomic_bw,write_lat,read_lat,send_lat,atomic_lat RXE=1
+ITERS=20000 DURATION= LAT_ITERS=2000 ONLY=write_bw,send_bw,atomic_bw,write_lat,read_lat,send_lat,atomic_lat RXE=1
 while :; do
     case "${1:-}" in
         --iters) ITERS=$2; shift 2 ;;
+        --duration) DURATION=$2; shift 2 ;;
         --lat-iters) LAT_ITERS=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
         --no-rxe) RXE=0; shift ;;
@@ -53,7 +58,7 @@ RTT="$CHPP_BUILD/bench/chpp-sock-rtt"
 cc -O2 -Wall -Werror -o "$RTT" "$CHPP_ROOT/tests/bench/chpp-sock-rtt.c" ||
     chpp_die "building tests/bench/chpp-sock-rtt.c failed"
 rtt1=$("$RTT" 20000 64)
-"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS chpp.lat_iters=$LAT_ITERS chpp.bench_only=$ONLY chpp.bench_rxe=$RXE" "$@" >&2
+"$CHPP_ROOT/scripts/pair.sh" --timeout 1800 --kargs "chpp.bench=verbs chpp.iters=$ITERS${DURATION:+ chpp.duration=$DURATION} chpp.lat_iters=$LAT_ITERS chpp.bench_only=$ONLY chpp.bench_rxe=$RXE" "$@" >&2
 rtt2=$("$RTT" 20000 64)
 
 # Node 2 runs the clients; their rows are the figures:
@@ -132,7 +137,9 @@ for t in write_lat read_lat send_lat atomic_lat; do
     done
 done
 echo "(x/1-way: the latency over the host socket's one-way time; ratios > 1x favour chpp-hca)"
-echo "(both under TCG, same boot, same guests; perftest -F, $ITERS messages per QP for the rates)"
+runs="$ITERS messages per QP"
+[ -z "$DURATION" ] || runs="$DURATION s per run"
+echo "(both under TCG, same boot, same guests; perftest -F, $runs for the rates)"
 if [ ${#TAILS[@]} -gt 0 ]; then
     echo
     printf '%-30s %11s %11s %11s %11s\n' "latency tails, usec" "chpp avg" "chpp 99.9%" "rxe avg" "rxe 99.9%"
