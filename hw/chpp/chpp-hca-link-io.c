@@ -476,9 +476,11 @@ static void chpp_link_io_room(void *opaque)
     ChppLinkIo *io = opaque;
 
     if (chpp_link_shm_clear(io->shm_tx) < 0) {
+        bool flooded = errno == EPROTO;
+
         trace_chpp_hca_link_shm("the peer's signals for this side's ring",
-                                errno == EPROTO ? "flooded" : "ended");
-        if (errno == EPROTO) {
+                                flooded ? "flooded" : "ended");
+        if (flooded) {
             qatomic_set(&io->broken, true);
         } else {
             qatomic_set(&io->peer_closed, true);

@@ -172,14 +172,13 @@ void chpp_link_shm_offered(ChppLinkShm *shm)
 static bool chpp_link_shm_socket_ok(int fd)
 {
     struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
+    socklen_t len = sizeof(int);
     struct stat st;
     int v;
 
     if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         return false;
     }
-    len = sizeof(v);
     if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 ||
         v != AF_UNIX) {
         return false;

@@ -1079,6 +1079,7 @@ static void ring_good(PeerRing *r)
               F_SEAL_SHRINK | F_SEAL_GROW);
 }
 
+/* 0 is a ring never made (PeerRing {} initialised), not stdin to close. */
 static void fd_close(int *fd)
 {
     if (*fd > 0) {
@@ -1465,6 +1466,17 @@ static int listening_socket(void)
     return fd;
 }
 
+/* Still a working device, and a working link; then stop it. */
+static void shm_node_works(ChppDev *d, Peer *p)
+{
+    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    peer_open_shm(p);
+    peer_hello(p, PEER, 64);
+    wait_link(d, true);
+    g_free(p->path);
+    chpp_stop(d);
+}
+
 /* One connection that does @what wrong; the device must cut it. */
 static void shm_bad(ChppDev *d, Peer *p, ShmCase what)
 {
@@ -1589,12 +1601,7 @@ static void test_shm_bad_rings(void)
                          ++bad);
     }
     /* Still a working device, and a working link. */
-    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
-    peer_open_shm(&p);
-    peer_hello(&p, PEER, 64);
-    wait_link(d, true);
-    g_free(p.path);
-    chpp_stop(d);
+    shm_node_works(d, &p);
 }
 
 /*
@@ -1605,7 +1612,9 @@ static void test_shm_bad_rings(void)
  * bounds what such a peer pins).  (b) It closes its end of the device's
  * ring while the device waits for room: the end of the connection, as a
  * hang-up.  (c) It closes its own ring's end: the same.  Neither breaks
- * the protocol, and the next connection works.
+ * the protocol.  (d) It floods its end of the device's ring while the
+ * device waits for room: a broken protocol, cut and counted.  The next
+ * connection works.
  */
 static void test_shm_signals(void)
 {
@@ -1619,6 +1628,7 @@ static void test_shm_signals(void)
     uint32_t rkey;
     ChppFrm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
     GByteArray *ba;
+    static uint8_t flood[8192];
     int i, waiting, rounds = 40;
 
     chpp_node_setup(&a, d, NODE, 0);
@@ -1671,12 +1681,30 @@ static void test_shm_signals(void)
     ring_free(&dev);
     ring_free(&mine);
 
-    g_assert_cmphex(chpp_rd(d, CHPP_REG_MAGIC), ==, CHPP_MAGIC);
+    /* (d): the same GET on a fresh QP, its room signals flooded. */
     peer_open_shm(&p);
-    peer_hello(&p, PEER, 64);
-    wait_link(d, true);
-    g_free(p.path);
-    chpp_stop(d);
+    peer_take_ring(&p, &dev);
+    ring_good(&mine);
+    ring_offer(&p, &mine);
+    wait_link_flag(d, "shm-rx");
+    wait_link_flag(d, "shm-tx");
+    chpp_node_qp(&a, 3, 0x34, 6, 9);
+    chpp_node_connect(&a, &peer, 14, 7);
+    g_assert_cmpint(send(dev.sig, flood, sizeof(flood), MSG_NOSIGNAL), ==,
+                    sizeof(flood));
+    f = peer_frm(CHPP_OP_READ_REQ, 0, 3, 0x34, QP_PSN);
+    f.va = mem;
+    f.rkey = rkey;
+    f.msg_len = len;
+    ba = chpp_frm_build(&f);
+    ring_rec(&mine, CHPP_LINK_FRAME, f.vc, ba->data, ba->len);
+    g_byte_array_unref(ba);
+    peer_hang_up(&p);
+    g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
+    ring_free(&dev);
+    ring_free(&mine);
+
+    shm_node_works(d, &p);
 }
 
 /* The same through QEMU's chardev read path instead of the reader thread. */

@@ -73,12 +73,18 @@ static bool reader_thread(Node *n)
     return on;
 }
 
+/* @n's state property, its "link" member; unref *@rsp after use. */
+static QDict *link_state(Node *n, QDict **rsp)
+{
+    *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
+                     "{'path': %s, 'property': 'state'}}", DEV_PATH);
+    return qdict_get_qdict(qdict_get_qdict(*rsp, "return"), "link");
+}
+
 static bool link_state_bool(Node *n, const char *key)
 {
-    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
-    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
-    bool v = qdict_get_bool(link, key);
+    QDict *rsp;
+    bool v = qdict_get_bool(link_state(n, &rsp), key);
 
     qobject_unref(rsp);
     return v;
@@ -112,10 +118,8 @@ static void check_shm(Node *n)
 
 static uint64_t link_state_u64(Node *n, const char *key)
 {
-    QDict *rsp = qtest_qmp(n->d->qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': 'state'}}", DEV_PATH);
-    QDict *link = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "link");
-    uint64_t v = qdict_get_int(link, key);
+    QDict *rsp;
+    uint64_t v = qdict_get_int(link_state(n, &rsp), key);
 
     qobject_unref(rsp);
     return v;
