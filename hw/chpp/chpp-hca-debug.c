@@ -401,6 +401,8 @@ static void chpp_state_get(Object *obj, Visitor *v, const char *name,
     sv_bool(&sv, "shm-rx", io.shm_rx);
     sv_bool(&sv, "shm-tx", io.shm_tx);
     sv_u64(&sv, "stray-fds", io.stray_fds);
+    sv_u64(&sv, "spin-hits", io.spin_hits);
+    sv_u64(&sv, "spin-misses", io.spin_misses);
     sv_u64(&sv, "acks-held", s->link.acks_held);
     sv_u64(&sv, "acks-held-timed-out", s->link.acks_timed_out);
     sv_u64(&sv, "requests-held", s->link.requests_held);

@@ -83,6 +83,11 @@ struct ChppLinkIo {
     int stash[CHPP_LINK_SHM_FDS]; /* descriptors received (rx_lock) */
     bool stashed;
     uint32_t stray_fds;         /* descriptors received and closed */
+    /* Spinning before sleep (chpp_link_io_spin()). */
+    int64_t spin_ns;            /* property link-spin-us; 0: never */
+    int64_t last_guest;         /* realtime ns of the last doorbell */
+    uint32_t spin_hits;         /* bytes came while spinning */
+    uint32_t spin_misses;       /* the spin ended without bytes */
 };
 
 /*
@@ -226,6 +231,46 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
 }
 
 /*
+ * Before it sleeps, the thread watches the peer's ring for a while
+ * (property link-spin-us), giving the CPU away between looks.  A sleeping
+ * thread costs each message a wake-up: the peer's signal, and this host's
+ * scheduler waking a CPU that went idle, 20-30 us on a 2-core host where a
+ * message otherwise takes 10 (docs/build.md, tenth pass).  A reader that
+ * is still watching needs no signal either (the writer sees it awake), so
+ * the peer's sends are cheaper too.  Only while this guest leaves the
+ * adapter alone (no doorbell or poll for CHPP_LINK_SPIN_GUEST_US): a guest
+ * that works has a vCPU to run, which the spin would take CPU from, and a
+ * polling vCPU reads the ring itself.  True if bytes came.
+ */
+static bool chpp_link_io_spin(ChppLinkIo *io, ChppLinkShm *rx, int64_t now)
+{
+    int64_t end = now + io->spin_ns;
+    int64_t guest = MAX(qatomic_read(&io->last_pull),
+                        qatomic_read(&io->last_guest));
+
+    if (!io->spin_ns || now - guest < CHPP_LINK_SPIN_GUEST_US * SCALE_US) {
+        return false;
+    }
+    do {
+        if (chpp_link_shm_pending(rx)) {
+            qatomic_set(&io->spin_hits, io->spin_hits + 1);
+            return true;
+        }
+        if (qatomic_read(&io->stop)) {
+            return true;        /* the loop sees it */
+        }
+        /* The guest woke up: its vCPU needs the CPU more. */
+        if (MAX(qatomic_read(&io->last_pull),
+                qatomic_read(&io->last_guest)) != guest) {
+            break;
+        }
+        sched_yield();
+    } while (get_clock() < end);
+    qatomic_set(&io->spin_misses, io->spin_misses + 1);
+    return false;
+}
+
+/*
  * Wait for bytes.  While a vCPU busy-polls, ACKs may be held back for it
  * (chpp_link_io_hold()): then look every idle time whether they are due,
  * or the polls stopped, and have the bottom half send them.
@@ -237,6 +282,9 @@ static void chpp_link_io_wait(ChppLinkIo *io, GPollFD *pfd)
     int64_t held = qatomic_read(&io->hold_deadline);
     bool timed = held || chpp_link_io_polled(io, now);
 
+    if (rx && !held && chpp_link_io_spin(io, rx, now)) {
+        return;
+    }
     if (held && (now >= held || !chpp_link_io_polled(io, now))) {
         qemu_bh_schedule(io->bh);
     }
@@ -327,6 +375,10 @@ static void chpp_link_io_back(ChppLinkIo *io, ssize_t n)
  */
 static bool chpp_link_io_quiet(ChppLinkIo *io, ssize_t n)
 {
+    /* From a shared ring with spinning on, the thread keeps reading. */
+    if (io->spin_ns && qatomic_read(&io->shm_rx)) {
+        return false;
+    }
     return n < MIN(CHPP_LINK_IO_QUIET_BYTES, io->size / 4) &&
            !qatomic_read(&io->hold_deadline) &&
            !chpp_link_io_polled(io, get_clock());
@@ -579,7 +631,7 @@ static void chpp_link_io_loop_read(void *opaque)
 }
 
 ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
-                               uint32_t idle_us)
+                               uint32_t idle_us, uint32_t spin_us)
 {
     struct sockaddr_storage ss;
     socklen_t sslen = sizeof(ss);
@@ -608,6 +660,7 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     io->room_bh = qemu_bh_new(chpp_link_io_room_bh, io);
     io->idle_ns = idle_us * SCALE_US;
     io->away_ns = io->idle_ns;
+    io->spin_ns = (int64_t)spin_us * SCALE_US;
     assert(is_power_of_2(ring_size));
     io->size = ring_size;
     io->ring = g_malloc(ring_size);
@@ -699,6 +752,8 @@ void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st)
         .shm_rx = io->shm_rx != NULL,
         .shm_tx = io->tx_shm,
         .stray_fds = qatomic_read(&io->stray_fds),
+        .spin_hits = qatomic_read(&io->spin_hits),
+        .spin_misses = qatomic_read(&io->spin_misses),
     };
 }
 
@@ -740,6 +795,11 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
     trace_chpp_hca_link_io_read(n, true);
     io->pulls++;
     return n;
+}
+
+void chpp_link_io_doorbell(ChppLinkIo *io, int64_t now)
+{
+    qatomic_set(&io->last_guest, now);
 }
 
 void chpp_link_io_poll_end(ChppLinkIo *io)

@@ -40,6 +40,15 @@ typedef struct ChppLinkIo ChppLinkIo;
 #define CHPP_LINK_IO_QUIET_BYTES (16u << 10)
 
 /*
+ * Spinning before the reader sleeps (property link-spin-us, default and
+ * maximum; chpp_link_io_spin()), only while the guest rang no doorbell and
+ * polled nothing for CHPP_LINK_SPIN_GUEST_US.
+ */
+#define CHPP_LINK_SPIN_US       100
+#define CHPP_LINK_SPIN_MAX_US   10000
+#define CHPP_LINK_SPIN_GUEST_US 1000
+
+/*
  * For a connected plain socket chardev: duplicate its socket and start the
  * reader thread, which schedules @bh whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
@@ -47,7 +56,7 @@ typedef struct ChppLinkIo ChppLinkIo;
  * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
  */
 ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
-                               uint32_t idle_us);
+                               uint32_t idle_us, uint32_t spin_us);
 /* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
 void chpp_link_io_drain(ChppLinkIo *io);
@@ -66,6 +75,8 @@ typedef struct ChppLinkIoStats {
     bool shm_rx;                /* the peer's bytes come from memory */
     bool shm_tx;                /* this side's go to memory */
     uint32_t stray_fds;         /* descriptors received and closed */
+    uint32_t spin_hits;         /* bytes came while the reader spun */
+    uint32_t spin_misses;       /* spins that ended without bytes */
 } ChppLinkIoStats;
 
 void chpp_link_io_stats(ChppLinkIo *io, ChppLinkIoStats *st);
@@ -81,6 +92,8 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
  * the thread takes the socket back at once.
  */
 void chpp_link_io_poll_end(ChppLinkIo *io);
+/* The guest rang a doorbell at @now: the reader does not spin. */
+void chpp_link_io_doorbell(ChppLinkIo *io, int64_t now);
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
 int64_t chpp_link_io_held(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */

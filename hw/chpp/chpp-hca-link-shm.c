@@ -294,6 +294,12 @@ bool chpp_link_shm_sleep(ChppLinkShm *shm)
     return true;
 }
 
+bool chpp_link_shm_pending(ChppLinkShm *shm)
+{
+    /* Any change counts: chpp_link_shm_read() checks what the peer wrote. */
+    return qatomic_read(&shm->hdr->tail) != qatomic_read(&shm->idx);
+}
+
 void chpp_link_shm_awake(ChppLinkShm *shm)
 {
     qatomic_set(&shm->hdr->reader_sleeping, 0);

@@ -45,6 +45,8 @@ ssize_t chpp_link_shm_read(ChppLinkShm *shm, uint8_t *buf, uint32_t len);
  */
 bool chpp_link_shm_sleep(ChppLinkShm *shm);
 void chpp_link_shm_awake(ChppLinkShm *shm);
+/* The peer moved its tail: bytes (or garbage) to read.  No system call. */
+bool chpp_link_shm_pending(ChppLinkShm *shm);
 /*
  * The signal socket: readable when the sender signals bytes (receiver) or
  * the receiver room (sender), or when the peer closed its end.

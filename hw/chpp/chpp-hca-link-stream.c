@@ -408,6 +408,9 @@ void chpp_stream_flush_now(ChppHcaState *s, bool doorbell)
 
     if (doorbell) {
         l->doorbell_ns = get_clock();
+        if (l->io) {
+            chpp_link_io_doorbell(l->io, l->doorbell_ns);
+        }
     }
     /* Held ACKs go along with the vCPU's requests, or on their own. */
     if (!g_queue_is_empty(l->outq) && !l->fd_watch && !l->watch &&
@@ -490,7 +493,7 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         if (s->link.use_thread) {
             s->link.io = chpp_link_io_start(
                 qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size, s->link.poll_idle_us);
+                s->link.ring_size, s->link.poll_idle_us, s->link.spin_us);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
                                   "opened, chardev reads");

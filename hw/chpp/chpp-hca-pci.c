@@ -166,6 +166,8 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
                             CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
            chpp_check_range("x-link-poll-idle-us", s->link.poll_idle_us, 1,
                             CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
+           chpp_check_range("link-spin-us", s->link.spin_us, 0,
+                            CHPP_LINK_SPIN_MAX_US, errp) &&
            chpp_check_vcs(p->data_vcs, errp) &&
            chpp_check_timing(&p->timing, errp);
 }
@@ -470,6 +472,8 @@ static Property chpp_hca_props[] = {
                        CHPP_LINK_RING_DEFAULT),
     DEFINE_PROP_UINT32("x-link-poll-idle-us", ChppHcaState, link.poll_idle_us,
                        CHPP_LINK_POLL_IDLE_US),
+    DEFINE_PROP_UINT32("link-spin-us", ChppHcaState, link.spin_us,
+                       CHPP_LINK_SPIN_US),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -592,6 +596,10 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
                        "CHPP_UAR_DB_STATUS further apart than this end busy "
                        "polling, us (1..%u; for tests)",
                        CHPP_LINK_ACK_HOLD_MAX_US);
+    chpp_hca_prop_desc(oc, "link-spin-us", "shared-memory link: the "
+                       "reader watches the peer's ring this long before it "
+                       "sleeps, while the guest leaves the adapter alone, "
+                       "us (0..%u; 0: never)", CHPP_LINK_SPIN_MAX_US);
     chpp_hca_prop_desc(oc, "num-qps", "queue pairs (1..%u; the FPGA has 4)",
                        CHPP_MAX_QPS);
     chpp_hca_prop_desc(oc, "num-cqs", "completion queues (1..%u)",

@@ -1038,7 +1038,8 @@ static bool landed_within(Node *n, uint64_t addr, uint32_t len, uint8_t pat,
  * polls, so B's main loop reads the socket itself and A's PUTs wake no
  * thread of B; a bulk transfer (reads of a quarter of the 16 KiB ring and
  * more) gives the socket back to the thread, which reads while the main
- * loop parses.
+ * loop parses.  Without spinning (link-spin-us=0): a spinning reader of a
+ * shared ring keeps it (test_spin_reads()).
  */
 static void test_quiet_loop_reads(void)
 {
@@ -1047,8 +1048,8 @@ static void test_quiet_loop_reads(void)
     uint32_t ak, bk, big_ak, big_bk, len = 1 << 20;
     int i;
 
-    linked_pair(&a, &b, "quiet", ",x-link-ring-size=16384", &ab, &ak, &bb,
-                &bk);
+    linked_pair(&a, &b, "quiet", ",x-link-ring-size=16384,link-spin-us=0",
+                &ab, &ak, &bb, &bk);
     big_a = node_buf(&a, len, &big_ak);
     big_b = node_buf(&b, len, &big_bk);
     /* 1. A first PUT: by now B's reads were small. */
@@ -1075,6 +1076,51 @@ static void test_quiet_loop_reads(void)
     expect2(&a, NULL, SCQ, 5, CHPP_CQE_OP_RDMA_WRITE, 0, len);
     chpp_check(b.d, big_b, len, 0x77);
     g_assert_cmpuint(link_state_u64(&b, "reader-reads"), >, r0);
+    g_assert_cmpuint(link_state_u64(&b, "spin-hits"), ==, 0);
+    g_assert_cmpuint(link_state_u64(&b, "spin-misses"), ==, 0);
+    assert_clean(&a, &b);
+    pair_stop(&a, &b);
+}
+
+/*
+ * Spinning (docs/link.md, "Threads and I/O"): B's guest leaves its adapter
+ * alone, so after each read B's thread watches A's ring before it sleeps
+ * (10 ms here, so that the test does not depend on the host's speed) and
+ * finds A's next PUT there: spin hits, no main-loop reads.  Once A stops,
+ * a spin ends in vain.  Only on a shared ring.
+ */
+static void test_spin_reads(void)
+{
+    Node a, b;
+    uint64_t ab, bb, l0 = 0, h0 = 0;
+    uint32_t ak, bk;
+    int i;
+
+    linked_pair(&a, &b, "spin", ",link-spin-us=10000", &ab, &ak, &bb, &bk);
+    if (!shm_expected()) {
+        g_assert_cmpuint(link_state_u64(&b, "spin-hits"), ==, 0);
+        pair_stop(&a, &b);
+        return;
+    }
+    check_shm(&b);
+    /* Four, as in test_quiet_loop_reads(): timing mode's clock stands. */
+    for (i = 0; i < 4; i++) {
+        /* After the first: the main loop gave the ring back, if it had it. */
+        if (i == 1) {
+            l0 = link_state_u64(&b, "loop-reads");
+            h0 = link_state_u64(&b, "spin-hits");
+        }
+        qtest_memset(a.d->qts, ab + 64 * i, 0x31 + i, 64);
+        put(&a, &b, ab + 64 * i, ak, bb + 64 * i, bk, 64, 1 + i);
+        g_assert_true(landed_within(&b, bb + 64 * i, 64, 0x31 + i, 20000));
+        expect2(&a, NULL, SCQ, 1 + i, CHPP_CQE_OP_RDMA_WRITE, 0, 64);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "spin-hits"), >=, h0 + 1);
+    g_assert_cmpuint(link_state_u64(&b, "loop-reads"), ==, l0);
+    for (i = 0; i < 500 && !link_state_u64(&b, "spin-misses"); i++) {
+        g_usleep(10000);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "spin-misses"), >=, 1);
     assert_clean(&a, &b);
     pair_stop(&a, &b);
 }
@@ -1439,6 +1485,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/doorbell-hold", test_doorbell_hold);
     qtest_add_func("/chpp-hca/link/poll-owns-socket", test_poll_owns_socket);
     qtest_add_func("/chpp-hca/link/quiet-loop-reads", test_quiet_loop_reads);
+    qtest_add_func("/chpp-hca/link/spin-reads", test_spin_reads);
     qtest_add_func("/chpp-hca/link/acks-coalesced", test_acks_coalesced);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",
