@@ -12,7 +12,8 @@
 #                    x-dma-any-target=on (teardown under the device's own
 #                    DMA, docs/security.md); or
 #                    chpp-hca-link: frames from a hostile link peer;
-#                    chpp-hca-link-stream: its byte stream (record parser)
+#                    chpp-hca-link-stream: its byte stream (record parser);
+#                    chpp-hca-link-eth: a node's Ethernet frames (netdev link)
 #   --no-seeds       do not (re)make the seed corpus from the qtests
 #   --line-cov       also report the line coverage of hw/chpp/*.c: the corpus
 #                    runs once more through build/qemu-fuzz-cov (clang
@@ -84,6 +85,7 @@ if [ "$SEEDS" = 1 ]; then
     case "$TARGET" in
         generic-fuzz-chpp-hca*) make_seeds ;;
         chpp-hca-link|chpp-hca-link-stream) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/lib/fuzz-seeds.py" --link "$SEEDDIR" ;;
+        chpp-hca-link-eth) "$CHPP_PYTHON" "$CHPP_ROOT/scripts/lib/fuzz-seeds.py" --link-eth "$SEEDDIR" ;;
     esac
 fi
 

@@ -3,10 +3,14 @@
 
     scripts/lib/fuzz-seeds.py OUTDIR LOG...
     scripts/lib/fuzz-seeds.py --link OUTDIR
+    scripts/lib/fuzz-seeds.py --link-eth OUTDIR
 
 With --link, write a few seeds for the chpp-hca-link target instead
 (tests/qtest/fuzz/chpp_hca_link_fuzz.c): per wire opcode, one structured
-packet to each QP, a clock step and a posted work request.
+packet to each QP, a clock step and a posted work request. --link-eth
+writes those and, for chpp-hca-link-eth, one seed per Ethernet record type
+(HELLO with each flag, CREDIT, PROBE, REFUSE, a FRAME out of sequence) and
+whole frames with a foreign EtherType and a source MAC that is no node's.
 
 Each LOG is the server-side qtest log of a chpp qtest run (QTEST_LOG=1, the
 "[R +t] cmd" lines QEMU writes). Every QEMU started by the test (an "OPENED"
@@ -311,9 +315,57 @@ def link_seeds(out):
     print(f"{n} seeds in {out}")
 
 
+LINK_MAGIC = 0x4B4E4C43          # CHPP_LINK_MAGIC, "CLNK"
+ETH_TYPE = 0x88B5
+
+
+def link_rec(rtype, vc, seq, body):
+    return struct.pack("<IBBHI", LINK_MAGIC, rtype, vc, seq, len(body)) + body
+
+
+def hello(flags, epoch, peer_epoch, node=1):
+    return struct.pack("<HHHBBIIIIII", 1, 1, node, 1, flags, 1,
+                       256, 256, epoch, peer_epoch, 0)
+
+
+def link_eth_seeds(out):
+    link_seeds(out)
+    recs = {
+        "hello-bcast": link_rec(1, 0, 0, hello(0, 0x5eed, 0)),
+        "hello-new": link_rec(1, 0, 0, hello(1, 0x5eed, 0)),
+        "hello-ack": link_rec(1, 0, 0, hello(2, 0x5eed, 0)),
+        "hello-new-epoch": link_rec(1, 0, 0, hello(1, 0x1234, 0)),
+        "hello-other-node": link_rec(1, 0, 0, hello(0, 0x5eed, 0, node=7)),
+        "credit": link_rec(3, 0, 0, struct.pack("<I", 64)),
+        "credit-get": link_rec(3, 1, 0, struct.pack("<I", 4096)),
+        "probe": link_rec(5, 0, 9, b""),
+        "refuse": link_rec(4, 0, 0, struct.pack("<I", 1) + b"no thanks"),
+        "frame-late": link_rec(2, 0, 0xFFFF, bytes(64)),
+        "frame-gap": link_rec(2, 1, 300, bytes(64)),
+    }
+    for name, rec in recs.items():
+        with open(os.path.join(out, f"eth-{name}"), "wb") as fh:
+            fh.write(b"\x00" + struct.pack("<H", len(rec)) + rec + b"\x02")
+    # Whole frames (control byte bit 3): not ours, and no node's source.
+    dst = bytes([0x02, 0x63, 0x68, 0, 0, 0])
+    frames = {
+        "raw-ipv4": dst + dst + struct.pack(">H", 0x0800) + bytes(46),
+        "raw-bad-src": dst + b"\x52\x54\x00\x00\x00\x01" +
+                       struct.pack(">H", ETH_TYPE) + link_rec(3, 0, 0,
+                                                              bytes(4)),
+    }
+    for name, f in frames.items():
+        with open(os.path.join(out, f"eth-{name}"), "wb") as fh:
+            fh.write(b"\x08" + struct.pack("<H", len(f)) + f)
+    print(f"{len(recs) + len(frames)} Ethernet seeds in {out}")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--link":
         link_seeds(sys.argv[2])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--link-eth":
+        link_eth_seeds(sys.argv[2])
         return
     if len(sys.argv) < 3:
         sys.exit(__doc__)

@@ -34,6 +34,21 @@
  *   ctl & 3 == 0   raw stream bytes: u16 length, then that many bytes
  *   ctl & 3 == 1   the structured packet, sent as a FRAME record
  *
+ * A third target, chpp-hca-link-eth, plays a node of an Ethernet segment
+ * (docs/fabric.md): the device's link is a netdev (a hub port the harness
+ * sends from), node 1 met it through the HELLO handshake (unicast NEW with
+ * the device's epoch, answered with ACK), and every input is Ethernet
+ * frames into the device's NIC: MAC checks, the per-pair records (HELLO
+ * with epochs and flags, CREDIT, PROBE, REFUSE, FRAME with sequence
+ * numbers) and then the same decoder and engine.  Same input format,
+ * except:
+ *   ctl & 3 == 0   record bytes (header and body) behind a valid Ethernet
+ *                  header from node 1 to node 0; with bit 3 of ctl set, a
+ *                  whole Ethernet frame as it is (any MACs, any EtherType)
+ *   ctl & 3 == 1   the structured packet, sent as a FRAME record with the
+ *                  next sequence number of its channel and MACs naming its
+ *                  functions
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
@@ -45,7 +60,9 @@
 #include "tests/qtest/libqos/malloc-pc.h"
 #include "tests/qtest/chpp-hca-qtest.h"
 #include "chardev/char.h"
+#include "net/net.h"
 #include "hw/chpp/chpp-hca-datapath.h"
+#include "hw/chpp/chpp-hca-link.h"
 #include "hw/chpp/chpp-wire.h"
 #include "fuzz.h"
 #include "fork_fuzz.h"
@@ -71,6 +88,7 @@ static const uint32_t lf_qp_peer[LF_NUM_QPS] = { 1, 0, 2, 3 };
 typedef struct LinkFuzz {
     ChppDev *d;
     Chardev *chr;           /* chpp-hca-link-stream: the link's chardev */
+    NetClientState *nc;     /* chpp-hca-link-eth: the netdev we send from */
     uint16_t peer;          /* the node the queue pairs talk to */
     ChppHcaState *hca;
     uint64_t buf;
@@ -282,11 +300,97 @@ static void lf_stream_pre_fuzz(QTestState *s)
     counter_shm_init();
 }
 
+/* An Ethernet frame of the segment into the device's NIC, as it is. */
+static void lf_eth(QTestState *s, const uint8_t *frame, size_t len)
+{
+    qemu_send_packet(lf.nc, frame, len);
+    flush_events(s);
+}
+
+/* A record from node 1's function @src_fn to node 0's @dst_fn. */
+static void lf_eth_record(QTestState *s, uint8_t type, uint8_t vc,
+                          uint16_t seq, uint8_t dst_fn, uint8_t src_fn,
+                          const void *body, uint32_t len)
+{
+    size_t hdr = CHPP_ETH_HDR_SIZE + sizeof(struct chpp_link_rec);
+    g_autofree uint8_t *f = g_malloc0(MAX(hdr + len, 60));
+    struct chpp_link_rec r = {
+        .magic = cpu_to_le32(CHPP_LINK_MAGIC),
+        .type = type,
+        .vc = vc,
+        .seq = cpu_to_le16(seq),
+        .len = cpu_to_le32(len),
+    };
+
+    chpp_eth_mac(f, LF_NODE, dst_fn);
+    chpp_eth_mac(f + 6, LF_PEER, src_fn);
+    stw_be_p(f + 12, CHPP_ETH_TYPE);
+    memcpy(f + CHPP_ETH_HDR_SIZE, &r, sizeof(r));
+    memcpy(f + hdr, body, len);
+    lf_eth(s, f, MAX(hdr + len, 60));
+}
+
+/* Record bytes the input chose, behind node 1's valid Ethernet header. */
+static void lf_eth_prefixed(QTestState *s, const uint8_t *p, size_t len)
+{
+    g_autofree uint8_t *f = g_malloc0(MAX(CHPP_ETH_HDR_SIZE + len, 60));
+
+    chpp_eth_mac(f, LF_NODE, 0);
+    chpp_eth_mac(f + 6, LF_PEER, 0);
+    stw_be_p(f + 12, CHPP_ETH_TYPE);
+    memcpy(f + CHPP_ETH_HDR_SIZE, p, len);
+    lf_eth(s, f, MAX(CHPP_ETH_HDR_SIZE + len, 60));
+}
+
+static void lf_eth_pre_fuzz(QTestState *s)
+{
+    struct chpp_link_hello h = {
+        .version_major = cpu_to_le16(CHPP_LINK_VERSION_MAJOR),
+        .version_minor = cpu_to_le16(CHPP_LINK_VERSION_MINOR),
+        .node_id = cpu_to_le16(LF_PEER),
+        .flags = CHPP_LINK_HELLO_F_NEW,
+        .caps = cpu_to_le32(CHPP_LINK_CAP_GET_VC),
+        .credits = { cpu_to_le32(CHPP_LINK_CREDITS),
+                     cpu_to_le32(CHPP_LINK_CREDITS) },
+        .epoch = cpu_to_le32(0x5eed),
+    };
+
+    lf.peer = LF_PEER;
+    lf_setup(s);
+    lf.nc = qemu_find_netdev("n0");
+    g_assert(lf.nc);
+    /* Node 1 heard the device's broadcast: NEW with its epoch. */
+    h.peer_epoch = cpu_to_le32(lf.hca->link.epoch);
+    lf_eth_record(s, CHPP_LINK_HELLO, 0, 0, 0, 0, &h, sizeof(h));
+    g_assert_cmphex(chpp_rd(lf.d, CHPP_REG_LINK), ==,
+                    CHPP_LINK_UP | CHPP_LINK_ATTACHED |
+                    LF_PEER << CHPP_LINK_PEER_SHIFT);
+    counter_shm_init();
+}
+
 /* Hand one frame to the device as if the wire had delivered it. */
 static void lf_inject(QTestState *s, unsigned vc, uint8_t *frame, size_t len)
 {
     if (lf.chr) {
         lf_stream_record(s, CHPP_LINK_FRAME, vc, frame, len);
+        g_free(frame);
+        return;
+    }
+    if (lf.nc) {
+        /* The MACs name the functions the frame names (or it is spoofed). */
+        size_t ext = CHPP_WIRE_HDR_SIZE;
+        uint8_t dst_fn = len > ext + offsetof(struct chpp_wire_ext, dst_vf) ?
+                         frame[ext + offsetof(struct chpp_wire_ext, dst_vf)] :
+                         0;
+        uint8_t src_fn = len > ext + offsetof(struct chpp_wire_ext, src_vf) ?
+                         frame[ext + offsetof(struct chpp_wire_ext, src_vf)] :
+                         0;
+
+        ChppPeer *p = chpp_peer_find(&lf.hca->link, LF_PEER);
+
+        /* In sequence, whatever the raw records did to it. */
+        lf_eth_record(s, CHPP_LINK_FRAME, vc, p ? p->rx_seq[vc] : 0, dst_fn,
+                      src_fn, frame, len);
         g_free(frame);
         return;
     }
@@ -410,7 +514,11 @@ static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
                     break;
                 }
                 n = MIN(size - 2, lduw_le_p(data) % (CHPP_WIRE_FRAME_MAX + 64));
-                if (lf.chr) {
+                if (lf.nc && (ctl & 8)) {
+                    lf_eth(s, data + 2, n);
+                } else if (lf.nc) {
+                    lf_eth_prefixed(s, data + 2, n);
+                } else if (lf.chr) {
                     lf_stream(s, data + 2, n);
                 } else {
                     lf_inject(s, vc, g_memdup2(data + 2, n), n);
@@ -470,6 +578,15 @@ static GString *lf_stream_cmdline(FuzzTarget *t)
     return cmd;
 }
 
+/* The link is a netdev: a hub port with the device as its only peer. */
+static GString *lf_eth_cmdline(FuzzTarget *t)
+{
+    GString *cmd = lf_cmdline(t);
+
+    g_string_append(cmd, ",netdev=n0 -netdev hubport,id=n0,hubid=0");
+    return cmd;
+}
+
 static void register_chpp_hca_link_fuzz(void)
 {
     static const FuzzTarget target = {
@@ -489,8 +606,18 @@ static void register_chpp_hca_link_fuzz(void)
         .fuzz = lf_fuzz,
     };
 
+    static const FuzzTarget eth = {
+        .name = "chpp-hca-link-eth",
+        .description = "chpp-hca: a hostile node's Ethernet frames into "
+                       "the segment's protocol, then the engine",
+        .get_init_cmdline = lf_eth_cmdline,
+        .pre_fuzz = lf_eth_pre_fuzz,
+        .fuzz = lf_fuzz,
+    };
+
     fuzz_add_target(&target);
     fuzz_add_target(&stream);
+    fuzz_add_target(&eth);
 }
 
 fuzz_target_init(register_chpp_hca_link_fuzz);
