@@ -78,6 +78,7 @@
 #define LF_BUF_LEN  (64 * 1024)
 #define LF_NODE     0
 #define LF_PEER     1       /* chpp-hca-link-stream: the node at the link */
+#define LF_ETH_MIN  60      /* Ethernet's shortest frame, without FCS */
 
 static const uint8_t lf_qp_type[LF_NUM_QPS] = {
     CHPP_QPT_RC, CHPP_QPT_RC, CHPP_QPT_UC, CHPP_QPT_UD,
@@ -313,7 +314,7 @@ static void lf_eth_record(QTestState *s, uint8_t type, uint8_t vc,
                           const void *body, uint32_t len)
 {
     size_t hdr = CHPP_ETH_HDR_SIZE + sizeof(struct chpp_link_rec);
-    g_autofree uint8_t *f = g_malloc0(MAX(hdr + len, 60));
+    g_autofree uint8_t *f = g_malloc0(MAX(hdr + len, LF_ETH_MIN));
     struct chpp_link_rec r = {
         .magic = cpu_to_le32(CHPP_LINK_MAGIC),
         .type = type,
@@ -327,19 +328,19 @@ static void lf_eth_record(QTestState *s, uint8_t type, uint8_t vc,
     stw_be_p(f + 12, CHPP_ETH_TYPE);
     memcpy(f + CHPP_ETH_HDR_SIZE, &r, sizeof(r));
     memcpy(f + hdr, body, len);
-    lf_eth(s, f, MAX(hdr + len, 60));
+    lf_eth(s, f, MAX(hdr + len, LF_ETH_MIN));
 }
 
 /* Record bytes the input chose, behind node 1's valid Ethernet header. */
 static void lf_eth_prefixed(QTestState *s, const uint8_t *p, size_t len)
 {
-    g_autofree uint8_t *f = g_malloc0(MAX(CHPP_ETH_HDR_SIZE + len, 60));
+    g_autofree uint8_t *f = g_malloc0(MAX(CHPP_ETH_HDR_SIZE + len, LF_ETH_MIN));
 
     chpp_eth_mac(f, LF_NODE, 0);
     chpp_eth_mac(f + 6, LF_PEER, 0);
     stw_be_p(f + 12, CHPP_ETH_TYPE);
     memcpy(f + CHPP_ETH_HDR_SIZE, p, len);
-    lf_eth(s, f, MAX(CHPP_ETH_HDR_SIZE + len, 60));
+    lf_eth(s, f, MAX(CHPP_ETH_HDR_SIZE + len, LF_ETH_MIN));
 }
 
 static void lf_eth_pre_fuzz(QTestState *s)
@@ -385,7 +386,6 @@ static void lf_inject(QTestState *s, unsigned vc, uint8_t *frame, size_t len)
         uint8_t src_fn = len > ext + offsetof(struct chpp_wire_ext, src_vf) ?
                          frame[ext + offsetof(struct chpp_wire_ext, src_vf)] :
                          0;
-
         ChppPeer *p = chpp_peer_find(&lf.hca->link, LF_PEER);
 
         /* In sequence, whatever the raw records did to it. */
