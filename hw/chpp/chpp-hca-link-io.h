@@ -92,7 +92,7 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
  * the thread takes the socket back at once.
  */
 void chpp_link_io_poll_end(ChppLinkIo *io);
-/* The guest rang a doorbell at @now: the reader does not spin. */
+/* The guest wrote a doorbell (any UAR write) at @now: no spinning. */
 void chpp_link_io_doorbell(ChppLinkIo *io, int64_t now);
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
 int64_t chpp_link_io_held(ChppLinkIo *io);

@@ -408,14 +408,19 @@ void chpp_stream_flush_now(ChppHcaState *s, bool doorbell)
 
     if (doorbell) {
         l->doorbell_ns = get_clock();
-        if (l->io) {
-            chpp_link_io_doorbell(l->io, l->doorbell_ns);
-        }
     }
     /* Held ACKs go along with the vCPU's requests, or on their own. */
     if (!g_queue_is_empty(l->outq) && !l->fd_watch && !l->watch &&
         !chpp_link_hold(s, doorbell)) {
         chpp_stream_flush(s);
+    }
+}
+
+/* Any doorbell, whoever runs the engine for it (timing mode: its timer). */
+void chpp_stream_doorbell(ChppHcaState *s)
+{
+    if (s->link.io) {
+        chpp_link_io_doorbell(s->link.io, get_clock());
     }
 }
 

@@ -32,6 +32,7 @@ void chpp_stream_flush(ChppHcaState *s);
 void chpp_stream_flush_later(ChppHcaState *s);
 void chpp_stream_flush_now(ChppHcaState *s, bool doorbell);
 void chpp_stream_poll_end(ChppHcaState *s);
+void chpp_stream_doorbell(ChppHcaState *s);
 void chpp_stream_poll(ChppHcaState *s);
 /*
  * Shared memory (docs/link.md, "Shared memory"): a ring for this side's

@@ -172,6 +172,13 @@ void chpp_link_flush_now(ChppHcaState *s, bool doorbell)
     }
 }
 
+void chpp_link_doorbell(ChppHcaState *s)
+{
+    if (!s->link.eth) {
+        chpp_stream_doorbell(s);
+    }
+}
+
 void chpp_link_poll_end(ChppHcaState *s)
 {
     if (!s->link.eth) {

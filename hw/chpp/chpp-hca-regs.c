@@ -177,6 +177,8 @@ static void chpp_uar_write(void *opaque, hwaddr addr, uint64_t val,
     ChppHcaState *s = opaque;
 
     trace_chpp_hca_uar_write(s->func, addr, val, size);
+    /* Any doorbell, of any function, says the guest works. */
+    chpp_link_doorbell(chpp_pf(s));
     chpp_uar_doorbell(s, addr >> CHPP_UAR_PAGE_SHIFT,
                       addr & (CHPP_UAR_PAGE_SIZE - 1), val, size);
 }

@@ -981,6 +981,8 @@ unsigned chpp_link_nodes_up(ChppHcaState *s, uint16_t *nodes, unsigned max);
 void chpp_link_flush_now(ChppHcaState *s, bool doorbell);
 /* Parse what the reader thread received now, not in the bottom half. */
 void chpp_link_poll(ChppHcaState *s);
+/* The guest rang a doorbell: its link's reader does not spin meanwhile. */
+void chpp_link_doorbell(ChppHcaState *s);
 /* Software arms a CQ: it stops polling; nothing waits for its polls. */
 void chpp_link_poll_end(ChppHcaState *s);
 
