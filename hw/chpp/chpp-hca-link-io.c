@@ -85,7 +85,9 @@ struct ChppLinkIo {
     uint32_t stray_fds;         /* descriptors received and closed */
     /* Spinning before sleep (chpp_link_io_spin()). */
     int64_t spin_ns;            /* property link-spin-us; 0: never */
-    int64_t last_guest;         /* realtime ns of the last doorbell */
+    uint32_t doorbells;         /* UAR writes (BQL holders) */
+    uint32_t doorbells_seen;    /* the thread's: as it last looked */
+    int64_t doorbell_seen_ns;   /* the thread's: when that count moved */
     uint32_t spin_hits;         /* bytes came while spinning */
     uint32_t spin_misses;       /* the spin ended without bytes */
 };
@@ -238,17 +240,24 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
  * message otherwise takes 10 (docs/build.md, tenth pass).  A reader that
  * is still watching needs no signal either (the writer sees it awake), so
  * the peer's sends are cheaper too.  Only while this guest leaves the
- * adapter alone (no doorbell or poll for CHPP_LINK_SPIN_GUEST_US): a guest
- * that works has a vCPU to run, which the spin would take CPU from, and a
- * polling vCPU reads the ring itself.  True if bytes came.
+ * adapter alone (no poll, and no doorbell seen by this thread, for
+ * CHPP_LINK_SPIN_GUEST_US; a doorbell or poll ends a spin at once): a
+ * guest that works has a vCPU to run, which the spin would take CPU from,
+ * and a polling vCPU reads the ring itself.  True if bytes came.
  */
 static bool chpp_link_io_spin(ChppLinkIo *io, ChppLinkShm *rx, int64_t now)
 {
     int64_t end = now + io->spin_ns;
-    int64_t guest = MAX(qatomic_read(&io->last_pull),
-                        qatomic_read(&io->last_guest));
+    int64_t pull = qatomic_read(&io->last_pull);
 
-    if (!io->spin_ns || now - guest < CHPP_LINK_SPIN_GUEST_US * SCALE_US) {
+    /* Doorbells are counted, not timed: no clock read in the MMIO path. */
+    if (qatomic_read(&io->doorbells) != io->doorbells_seen) {
+        io->doorbells_seen = qatomic_read(&io->doorbells);
+        io->doorbell_seen_ns = now;
+    }
+    if (!io->spin_ns ||
+        now - MAX(pull, io->doorbell_seen_ns) <
+        CHPP_LINK_SPIN_GUEST_US * SCALE_US) {
         return false;
     }
     do {
@@ -260,8 +269,8 @@ static bool chpp_link_io_spin(ChppLinkIo *io, ChppLinkShm *rx, int64_t now)
             return true;        /* the loop sees it */
         }
         /* The guest woke up: its vCPU needs the CPU more. */
-        if (MAX(qatomic_read(&io->last_pull),
-                qatomic_read(&io->last_guest)) != guest) {
+        if (qatomic_read(&io->last_pull) != pull ||
+            qatomic_read(&io->doorbells) != io->doorbells_seen) {
             break;
         }
         sched_yield();
@@ -797,9 +806,9 @@ uint32_t chpp_link_io_pull(ChppLinkIo *io)
     return n;
 }
 
-void chpp_link_io_doorbell(ChppLinkIo *io, int64_t now)
+void chpp_link_io_doorbell(ChppLinkIo *io)
 {
-    qatomic_set(&io->last_guest, now);
+    qatomic_set(&io->doorbells, io->doorbells + 1);
 }
 
 void chpp_link_io_poll_end(ChppLinkIo *io)

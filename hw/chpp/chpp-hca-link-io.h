@@ -92,8 +92,8 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now);
  * the thread takes the socket back at once.
  */
 void chpp_link_io_poll_end(ChppLinkIo *io);
-/* The guest wrote a doorbell (any UAR write) at @now: no spinning. */
-void chpp_link_io_doorbell(ChppLinkIo *io, int64_t now);
+/* The guest wrote a doorbell (any UAR write; BQL held): no spinning. */
+void chpp_link_io_doorbell(ChppLinkIo *io);
 void chpp_link_io_hold(ChppLinkIo *io, int64_t deadline);
 int64_t chpp_link_io_held(ChppLinkIo *io);
 /* The stream ended (peer closed or error) after the bytes available. */

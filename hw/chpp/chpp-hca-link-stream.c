@@ -420,7 +420,7 @@ void chpp_stream_flush_now(ChppHcaState *s, bool doorbell)
 void chpp_stream_doorbell(ChppHcaState *s)
 {
     if (s->link.io) {
-        chpp_link_io_doorbell(s->link.io, get_clock());
+        chpp_link_io_doorbell(s->link.io);
     }
 }
 
