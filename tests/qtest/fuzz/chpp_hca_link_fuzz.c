@@ -308,13 +308,26 @@ static void lf_eth(QTestState *s, const uint8_t *frame, size_t len)
     flush_events(s);
 }
 
+/* Bytes from node 1's function @src_fn to node 0's @dst_fn, as a frame. */
+static void lf_eth_from(QTestState *s, uint8_t dst_fn, uint8_t src_fn,
+                        const void *p, size_t len)
+{
+    size_t flen = MAX(CHPP_ETH_HDR_SIZE + len, LF_ETH_MIN);
+    g_autofree uint8_t *f = g_malloc0(flen);
+
+    chpp_eth_mac(f, LF_NODE, dst_fn);
+    chpp_eth_mac(f + 6, LF_PEER, src_fn);
+    stw_be_p(f + 12, CHPP_ETH_TYPE);
+    memcpy(f + CHPP_ETH_HDR_SIZE, p, len);
+    lf_eth(s, f, flen);
+}
+
 /* A record from node 1's function @src_fn to node 0's @dst_fn. */
 static void lf_eth_record(QTestState *s, uint8_t type, uint8_t vc,
                           uint16_t seq, uint8_t dst_fn, uint8_t src_fn,
                           const void *body, uint32_t len)
 {
-    size_t hdr = CHPP_ETH_HDR_SIZE + sizeof(struct chpp_link_rec);
-    g_autofree uint8_t *f = g_malloc0(MAX(hdr + len, LF_ETH_MIN));
+    g_autofree uint8_t *rec = g_malloc(sizeof(struct chpp_link_rec) + len);
     struct chpp_link_rec r = {
         .magic = cpu_to_le32(CHPP_LINK_MAGIC),
         .type = type,
@@ -323,24 +336,9 @@ static void lf_eth_record(QTestState *s, uint8_t type, uint8_t vc,
         .len = cpu_to_le32(len),
     };
 
-    chpp_eth_mac(f, LF_NODE, dst_fn);
-    chpp_eth_mac(f + 6, LF_PEER, src_fn);
-    stw_be_p(f + 12, CHPP_ETH_TYPE);
-    memcpy(f + CHPP_ETH_HDR_SIZE, &r, sizeof(r));
-    memcpy(f + hdr, body, len);
-    lf_eth(s, f, MAX(hdr + len, LF_ETH_MIN));
-}
-
-/* Record bytes the input chose, behind node 1's valid Ethernet header. */
-static void lf_eth_prefixed(QTestState *s, const uint8_t *p, size_t len)
-{
-    g_autofree uint8_t *f = g_malloc0(MAX(CHPP_ETH_HDR_SIZE + len, LF_ETH_MIN));
-
-    chpp_eth_mac(f, LF_NODE, 0);
-    chpp_eth_mac(f + 6, LF_PEER, 0);
-    stw_be_p(f + 12, CHPP_ETH_TYPE);
-    memcpy(f + CHPP_ETH_HDR_SIZE, p, len);
-    lf_eth(s, f, MAX(CHPP_ETH_HDR_SIZE + len, LF_ETH_MIN));
+    memcpy(rec, &r, sizeof(r));
+    memcpy(rec + sizeof(r), body, len);
+    lf_eth_from(s, dst_fn, src_fn, rec, sizeof(r) + len);
 }
 
 static void lf_eth_pre_fuzz(QTestState *s)
@@ -517,7 +515,7 @@ static void lf_fuzz(QTestState *s, const unsigned char *data, size_t size)
                 if (lf.nc && (ctl & 8)) {
                     lf_eth(s, data + 2, n);
                 } else if (lf.nc) {
-                    lf_eth_prefixed(s, data + 2, n);
+                    lf_eth_from(s, 0, 0, data + 2, n);
                 } else if (lf.chr) {
                     lf_stream(s, data + 2, n);
                 } else {
