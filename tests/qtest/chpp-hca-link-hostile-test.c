@@ -1604,6 +1604,31 @@ static void test_shm_bad_rings(void)
     shm_node_works(d, &p);
 }
 
+/* A connection whose two rings are up: the device's and the peer's. */
+static void shm_rings_up(ChppDev *d, Peer *p, PeerRing *dev, PeerRing *mine)
+{
+    peer_open_shm(p);
+    peer_take_ring(p, dev);
+    ring_good(mine);
+    ring_offer(p, mine);
+    wait_link_flag(d, "shm-rx");
+    wait_link_flag(d, "shm-tx");
+}
+
+/* The peer's GET of @len bytes at @va, through its ring (frame @f's QP). */
+static void ring_get_req(PeerRing *mine, ChppFrm f, uint64_t va,
+                         uint32_t rkey, uint32_t len)
+{
+    GByteArray *ba;
+
+    f.va = va;
+    f.rkey = rkey;
+    f.msg_len = len;
+    ba = chpp_frm_build(&f);
+    ring_rec(mine, CHPP_LINK_FRAME, f.vc, ba->data, ba->len);
+    g_byte_array_unref(ba);
+}
+
 /*
  * The signal sockets against a peer that misuses them.  (a) It leaves the
  * end it gave blocking and never reads its own, while it asks for a
@@ -1626,8 +1651,6 @@ static void test_shm_signals(void)
     uint32_t len = 64 << 10;
     uint64_t mem = guest_alloc(&d->qs->alloc, len);
     uint32_t rkey;
-    ChppFrm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
-    GByteArray *ba;
     static uint8_t flood[8192];
     int i, waiting, rounds = 40;
 
@@ -1637,12 +1660,7 @@ static void test_shm_signals(void)
     chpp_node_connect(&a, &peer, 14, 7);
 
     /* (a) */
-    peer_open_shm(&p);
-    peer_take_ring(&p, &dev);
-    ring_good(&mine);
-    ring_offer(&p, &mine);
-    wait_link_flag(d, "shm-rx");
-    wait_link_flag(d, "shm-tx");
+    shm_rings_up(d, &p, &dev, &mine);
     for (i = 0; i < rounds; i++) {
         qatomic_set(&dev.hdr->reader_sleeping, 1);
         ring_junk_frames(&mine);
@@ -1658,23 +1676,15 @@ static void test_shm_signals(void)
 
     /* (b): 64 KiB to answer through a 16 KiB ring nobody reads. */
     fd_close(&dev.sig);
-    f.va = mem;
-    f.rkey = rkey;
-    f.msg_len = len;
-    ba = chpp_frm_build(&f);
-    ring_rec(&mine, CHPP_LINK_FRAME, f.vc, ba->data, ba->len);
-    g_byte_array_unref(ba);
+    ring_get_req(&mine, peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN), mem,
+                 rkey, len);
     peer_hang_up(&p);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
     ring_free(&dev);
     ring_free(&mine);
 
     /* (c) */
-    peer_open_shm(&p);
-    peer_take_ring(&p, &dev);
-    ring_good(&mine);
-    ring_offer(&p, &mine);
-    wait_link_flag(d, "shm-rx");
+    shm_rings_up(d, &p, &dev, &mine);
     fd_close(&mine.sig);
     peer_hang_up(&p);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 0);
@@ -1682,23 +1692,13 @@ static void test_shm_signals(void)
     ring_free(&mine);
 
     /* (d): the same GET on a fresh QP, its room signals flooded. */
-    peer_open_shm(&p);
-    peer_take_ring(&p, &dev);
-    ring_good(&mine);
-    ring_offer(&p, &mine);
-    wait_link_flag(d, "shm-rx");
-    wait_link_flag(d, "shm-tx");
+    shm_rings_up(d, &p, &dev, &mine);
     chpp_node_qp(&a, 3, 0x34, 6, 9);
     chpp_node_connect(&a, &peer, 14, 7);
     g_assert_cmpint(send(dev.sig, flood, sizeof(flood), MSG_NOSIGNAL), ==,
                     sizeof(flood));
-    f = peer_frm(CHPP_OP_READ_REQ, 0, 3, 0x34, QP_PSN);
-    f.va = mem;
-    f.rkey = rkey;
-    f.msg_len = len;
-    ba = chpp_frm_build(&f);
-    ring_rec(&mine, CHPP_LINK_FRAME, f.vc, ba->data, ba->len);
-    g_byte_array_unref(ba);
+    ring_get_req(&mine, peer_frm(CHPP_OP_READ_REQ, 0, 3, 0x34, QP_PSN), mem,
+                 rkey, len);
     peer_hang_up(&p);
     g_assert_cmpuint(chpp_counter(d, CHPP_CNT_LINK_BAD_RECORDS), ==, 1);
     ring_free(&dev);
