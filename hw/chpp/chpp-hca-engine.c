@@ -46,9 +46,9 @@ static bool chpp_engine_rx(ChppHcaState *s)
 /* PF: has any function a doorbell FIFO entry waiting? */
 static bool chpp_engine_fifo_busy(ChppHcaState *pf)
 {
-    unsigned fn;
+    unsigned fn, nfn = pf->func ? 0 : chpp_num_functions(pf);
 
-    for (fn = 0; !pf->func && fn <= CHPP_MAX_VFS; fn++) {
+    for (fn = 0; fn < nfn; fn++) {
         ChppHcaState *f = chpp_function(pf, fn);
 
         if (f && f->db_count) {
@@ -115,7 +115,7 @@ static void chpp_engine_resume(ChppHcaState *pf)
         return;
     }
     pf->tx_blocked = false;
-    for (fn = 0; fn <= CHPP_MAX_VFS; fn++) {
+    for (fn = 0; fn < chpp_num_functions(pf); fn++) {
         ChppHcaState *f = chpp_function(pf, fn);
 
         if (!f) {
@@ -145,22 +145,16 @@ static bool chpp_engine_step(ChppHcaState *s)
 
 static bool chpp_engine_pending(ChppHcaState *s)
 {
-    unsigned vc, fn;
+    unsigned vc;
 
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
-        if (!g_queue_is_empty(s->wire_rx[vc]) ||
-            (!g_queue_is_empty(s->link_rx[vc]) && chpp_link_rx_ready(s))) {
+        if (s->wire_rx[vc]->length ||
+            (s->link_rx[vc]->length && chpp_link_rx_ready(s))) {
             return true;
         }
     }
-    for (fn = 0; !s->func && fn <= CHPP_MAX_VFS; fn++) {
-        ChppHcaState *f = chpp_function(s, fn);
-
-        if (f && f->db_count) {
-            return true;
-        }
-    }
-    return !s->func && s->tx_blocked && s->tx_queued < CHPP_TX_QUEUE_MAX / 2;
+    return chpp_engine_fifo_busy(s) ||
+           (!s->func && s->tx_blocked && s->tx_queued < CHPP_TX_QUEUE_MAX / 2);
 }
 
 /*

@@ -387,7 +387,11 @@ static bool chpp_req_continue(ChppHcaState *s, ChppQp *qp, ChppWqe *w)
 
 void chpp_req_run(ChppHcaState *s, ChppQp *qp)
 {
-    g_autofree ChppWqe *w = NULL;
+    /*
+     * On the stack (about 3 KiB): a heap block this size took malloc's
+     * slow path for every doorbell.
+     */
+    ChppWqe wqe, *w = &wqe;
 
     if (qp->state == CHPP_QPS_ERR) {
         chpp_req_flush(s, qp);
@@ -397,7 +401,6 @@ void chpp_req_run(ChppHcaState *s, ChppQp *qp)
     if (qp->state != CHPP_QPS_RTS && qp->state != CHPP_QPS_SQD) {
         return;
     }
-    w = g_new(ChppWqe, 1);
     if (!chpp_req_continue(s, qp, w)) {
         return;
     }

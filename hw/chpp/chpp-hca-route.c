@@ -171,20 +171,35 @@ void chpp_route_fan_out(ChppHcaState *s, ChppPkt *pkt)
  */
 ChppPkt *chpp_route_next(ChppHcaState *s)
 {
-    int64_t now = chpp_timing_active(s) ? chpp_timing_now() : INT64_MAX;
     GByteArray *due;
     uint8_t dvc;
     unsigned vc;
+    bool ready;
 
-    /* Timing mode: frames whose time has come join the queues. */
-    while ((due = chpp_timing_rx_pop(s, now, &dvc))) {
-        g_queue_push_tail(s->wire_rx[dvc], due);
+    /*
+     * Timing mode: frames whose time has come join the queues (all of
+     * them once the model is off: the VM stops).
+     */
+    if (s->timed_rx->length) {
+        int64_t now = chpp_timing_active(s) ? chpp_timing_now() : INT64_MAX;
+
+        while ((due = chpp_timing_rx_pop(s, now, &dvc))) {
+            g_queue_push_tail(s->wire_rx[dvc], due);
+        }
     }
 
+    /*
+     * Every doorbell and poll looks here first, mostly to find nothing:
+     * the queues' lengths are read in place, not through calls.
+     */
+    ready = chpp_link_rx_ready(s);
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
         ChppPkt *pkt = NULL;
 
+        if (!s->wire_rx[vc]->length && !(ready && s->link_rx[vc]->length)) {
+            continue;
+        }
         while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
             chpp_tx_dequeued(s);
             chpp_count(s, CHPP_CNT_PKTS_RX);
@@ -194,7 +209,7 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
                 g_byte_array_unref(ba);
             }
         }
-        if (!pkt && chpp_link_rx_ready(s)) {
+        if (!pkt && ready) {
             pkt = g_queue_pop_head(s->link_rx[vc]);
             if (pkt) {
                 chpp_link_consumed(chpp_pf(s), pkt->src_node, vc);

@@ -244,9 +244,17 @@ ChppHcaState *chpp_arb_pick(ChppHcaState *pf)
     ChppHcaState *fns[1 + CHPP_MAX_VFS];
     int best = -1, prio = -1;
     uint32_t total = 0;
-    unsigned i, n = 0;
+    unsigned i, n = 0, nfn = chpp_num_functions(pf);
 
-    for (i = 0; i <= CHPP_MAX_VFS; i++) {
+    /* The PF alone (no VFs): it has the FIFO to itself. */
+    if (nfn == 1) {
+        if (!pf->db_count) {
+            return NULL;
+        }
+        trace_chpp_hca_arb_pick(0, 1);
+        return pf;
+    }
+    for (i = 0; i < nfn; i++) {
         ChppHcaState *f = chpp_function(pf, i);
 
         fns[i] = f && f->db_count ? f : NULL;
@@ -254,7 +262,7 @@ ChppHcaState *chpp_arb_pick(ChppHcaState *pf)
             prio = pf->fn_res[i].priority;
         }
     }
-    for (i = 0; i <= CHPP_MAX_VFS; i++) {
+    for (i = 0; i < nfn; i++) {
         if (!fns[i] || pf->fn_res[i].priority != prio) {
             continue;
         }

@@ -650,6 +650,16 @@ static inline unsigned chpp_num_vcs(ChppHcaState *s)
     return chpp_pf(s)->params.data_vcs + 1;
 }
 
+/*
+ * Bound for walking the functions of @pf's adapter: the PF and its enabled
+ * VFs (chpp_function() of any higher number is NULL).  The engine walks
+ * them for every doorbell and poll: one look at NumVFs, not one per VF.
+ */
+static inline unsigned chpp_num_functions(ChppHcaState *pf)
+{
+    return 1 + pcie_sriov_num_vfs(chpp_pci(pf));
+}
+
 /* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
 static inline ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
 {
@@ -658,7 +668,7 @@ static inline ChppHcaState *chpp_function(ChppHcaState *pf, unsigned fn)
     if (fn == 0) {
         return pf;
     }
-    if (fn > pcie_sriov_num_vfs(chpp_pci(pf))) {
+    if (fn >= chpp_num_functions(pf)) {
         return NULL;
     }
     vf = pcie_sriov_get_vf_at_index(chpp_pci(pf), fn - 1);
