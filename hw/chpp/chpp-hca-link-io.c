@@ -85,6 +85,7 @@ struct ChppLinkIo {
     uint32_t stray_fds;         /* descriptors received and closed */
     /* Spinning before sleep (chpp_link_io_spin()). */
     int64_t spin_ns;            /* property link-spin-us; 0: never */
+    int64_t spin_guest_ns;      /* no spin this soon after guest activity */
     uint32_t doorbells;         /* UAR writes (BQL holders) */
     uint32_t doorbells_seen;    /* the thread's: as it last looked */
     int64_t doorbell_seen_ns;   /* the thread's: when that count moved */
@@ -232,6 +233,13 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
            now - qatomic_read(&io->last_pull) < io->idle_ns;
 }
 
+/* Did this guest poll (since @pull) or ring a doorbell since last seen? */
+static bool chpp_link_io_guest_moved(ChppLinkIo *io, int64_t pull)
+{
+    return qatomic_read(&io->last_pull) != pull ||
+           qatomic_read(&io->doorbells) != io->doorbells_seen;
+}
+
 /*
  * Before it sleeps, the thread watches the peer's ring for a while
  * (property link-spin-us), giving the CPU away between looks.  A sleeping
@@ -241,7 +249,7 @@ bool chpp_link_io_polled(ChppLinkIo *io, int64_t now)
  * is still watching needs no signal either (the writer sees it awake), so
  * the peer's sends are cheaper too.  Only while this guest leaves the
  * adapter alone (no poll, and no doorbell seen by this thread, for
- * CHPP_LINK_SPIN_GUEST_US; a doorbell or poll ends a spin at once): a
+ * x-link-spin-guest-us; a doorbell or poll ends a spin at once): a
  * guest that works has a vCPU to run, which the spin would take CPU from,
  * and a polling vCPU reads the ring itself.  True if bytes came.
  */
@@ -256,21 +264,29 @@ static bool chpp_link_io_spin(ChppLinkIo *io, ChppLinkShm *rx, int64_t now)
         io->doorbell_seen_ns = now;
     }
     if (!io->spin_ns ||
-        now - MAX(pull, io->doorbell_seen_ns) <
-        CHPP_LINK_SPIN_GUEST_US * SCALE_US) {
+        now - MAX(pull, io->doorbell_seen_ns) < io->spin_guest_ns) {
         return false;
     }
     do {
         if (chpp_link_shm_pending(rx)) {
-            qatomic_set(&io->spin_hits, io->spin_hits + 1);
+            /*
+             * Bytes sent after the guest woke up are not the spin's find
+             * (the check below ends a spin first, unless this thread was
+             * preempted between the two): a miss, read all the same.
+             */
+            smp_rmb();
+            if (chpp_link_io_guest_moved(io, pull)) {
+                qatomic_set(&io->spin_misses, io->spin_misses + 1);
+            } else {
+                qatomic_set(&io->spin_hits, io->spin_hits + 1);
+            }
             return true;
         }
         if (qatomic_read(&io->stop)) {
             return true;        /* the loop sees it */
         }
         /* The guest woke up: its vCPU needs the CPU more. */
-        if (qatomic_read(&io->last_pull) != pull ||
-            qatomic_read(&io->doorbells) != io->doorbells_seen) {
+        if (chpp_link_io_guest_moved(io, pull)) {
             break;
         }
         sched_yield();
@@ -639,8 +655,8 @@ static void chpp_link_io_loop_read(void *opaque)
     chpp_link_io_loop_end(io);
 }
 
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
-                               uint32_t idle_us, uint32_t spin_us)
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh,
+                               const ChppLinkIoParams *p)
 {
     struct sockaddr_storage ss;
     socklen_t sslen = sizeof(ss);
@@ -667,12 +683,13 @@ ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
     io->bh = bh;
     io->settle_bh = qemu_bh_new(chpp_link_io_settle, io);
     io->room_bh = qemu_bh_new(chpp_link_io_room_bh, io);
-    io->idle_ns = idle_us * SCALE_US;
+    io->idle_ns = (int64_t)p->idle_us * SCALE_US;
     io->away_ns = io->idle_ns;
-    io->spin_ns = (int64_t)spin_us * SCALE_US;
-    assert(is_power_of_2(ring_size));
-    io->size = ring_size;
-    io->ring = g_malloc(ring_size);
+    io->spin_ns = (int64_t)p->spin_us * SCALE_US;
+    io->spin_guest_ns = (int64_t)p->spin_guest_us * SCALE_US;
+    assert(is_power_of_2(p->ring_size));
+    io->size = p->ring_size;
+    io->ring = g_malloc(p->ring_size);
     qemu_mutex_init(&io->rx_lock);
     if (event_notifier_init(&io->wake, false) < 0) {
         qemu_bh_delete(io->settle_bh);

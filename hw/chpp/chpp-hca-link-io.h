@@ -42,21 +42,30 @@ typedef struct ChppLinkIo ChppLinkIo;
 /*
  * Spinning before the reader sleeps (property link-spin-us, default and
  * maximum; chpp_link_io_spin()), only while the guest rang no doorbell and
- * polled nothing for CHPP_LINK_SPIN_GUEST_US.
+ * polled nothing for CHPP_LINK_SPIN_GUEST_US (property
+ * x-link-spin-guest-us, for tests).
  */
 #define CHPP_LINK_SPIN_US       100
 #define CHPP_LINK_SPIN_MAX_US   10000
 #define CHPP_LINK_SPIN_GUEST_US 1000
 
+/* The reader thread's settings, from the device's properties. */
+typedef struct ChppLinkIoParams {
+    uint32_t ring_size;         /* x-link-ring-size */
+    uint32_t idle_us;           /* x-link-poll-idle-us */
+    uint32_t spin_us;           /* link-spin-us */
+    uint32_t spin_guest_us;     /* x-link-spin-guest-us */
+} ChppLinkIoParams;
+
 /*
  * For a connected plain socket chardev: duplicate its socket and start the
  * reader thread, which schedules @bh whenever bytes (or the end of the
  * stream) arrive.  NULL if @chr is anything else: use the chardev's path.
- * The thread reads ahead of the parser into a ring of @ring_size bytes (a
- * power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
+ * The thread reads ahead of the parser into a ring of @p->ring_size bytes
+ * (a power of two, at least CHPP_LINK_RING_MIN), and waits when it is full.
  */
-ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh, uint32_t ring_size,
-                               uint32_t idle_us, uint32_t spin_us);
+ChppLinkIo *chpp_link_io_start(Chardev *chr, QEMUBH *bh,
+                               const ChppLinkIoParams *p);
 /* Stop and join the thread, close the duplicate.  @io may be NULL. */
 void chpp_link_io_stop(ChppLinkIo *io);
 void chpp_link_io_drain(ChppLinkIo *io);

@@ -496,9 +496,15 @@ static void chpp_link_event(void *opaque, QEMUChrEvent event)
         chpp_link_io_detach(s);
         s->link.ops->reset(s, true);
         if (s->link.use_thread) {
+            ChppLinkIoParams p = {
+                .ring_size = s->link.ring_size,
+                .idle_us = s->link.poll_idle_us,
+                .spin_us = s->link.spin_us,
+                .spin_guest_us = s->link.spin_guest_us,
+            };
+
             s->link.io = chpp_link_io_start(
-                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh,
-                s->link.ring_size, s->link.poll_idle_us, s->link.spin_us);
+                qemu_chr_fe_get_driver(&s->link.chr), s->link.rx_bh, &p);
         }
         trace_chpp_hca_link_event(s->link.io ? "opened, reader thread" :
                                   "opened, chardev reads");

@@ -168,6 +168,8 @@ static bool chpp_hca_check_params(ChppHcaState *s, Error **errp)
                             CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
            chpp_check_range("link-spin-us", s->link.spin_us, 0,
                             CHPP_LINK_SPIN_MAX_US, errp) &&
+           chpp_check_range("x-link-spin-guest-us", s->link.spin_guest_us,
+                            1, CHPP_LINK_ACK_HOLD_MAX_US, errp) &&
            chpp_check_vcs(p->data_vcs, errp) &&
            chpp_check_timing(&p->timing, errp);
 }
@@ -474,6 +476,8 @@ static Property chpp_hca_props[] = {
                        CHPP_LINK_POLL_IDLE_US),
     DEFINE_PROP_UINT32("link-spin-us", ChppHcaState, link.spin_us,
                        CHPP_LINK_SPIN_US),
+    DEFINE_PROP_UINT32("x-link-spin-guest-us", ChppHcaState,
+                       link.spin_guest_us, CHPP_LINK_SPIN_GUEST_US),
     DEFINE_PROP_UINT32("num-qps", ChppHcaState, params.num_qps,
                        CHPP_DEFAULT_QPS),
     DEFINE_PROP_UINT32("num-cqs", ChppHcaState, params.num_cqs,
@@ -600,6 +604,9 @@ static void chpp_hca_prop_descs(ObjectClass *oc)
                        "reader watches the peer's ring this long before it "
                        "sleeps, while the guest leaves the adapter alone, "
                        "us (0..%u; 0: never)", CHPP_LINK_SPIN_MAX_US);
+    chpp_hca_prop_desc(oc, "x-link-spin-guest-us", "shared-memory link: "
+                       "no spin this long after a doorbell or a poll, "
+                       "us (1..%u; for tests)", CHPP_LINK_ACK_HOLD_MAX_US);
     chpp_hca_prop_desc(oc, "num-qps", "queue pairs (1..%u; the FPGA has 4)",
                        CHPP_MAX_QPS);
     chpp_hca_prop_desc(oc, "num-cqs", "completion queues (1..%u)",

@@ -438,6 +438,7 @@ typedef struct ChppLink {
     uint32_t ack_hold_us;       /* property link-ack-hold-us */
     uint32_t poll_idle_us;      /* property x-link-poll-idle-us */
     uint32_t spin_us;           /* property link-spin-us */
+    uint32_t spin_guest_us;     /* property x-link-spin-guest-us */
     uint64_t acks_held;         /* batches of ACKs held back */
     uint64_t acks_timed_out;    /* ... that the timer had to write */
     uint64_t requests_held;     /* batches of doorbells' requests held */

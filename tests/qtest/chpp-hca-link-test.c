@@ -1130,6 +1130,59 @@ static void test_spin_reads(void)
 }
 
 /*
+ * The spin's guest check (docs/link.md, "Threads and I/O"): for
+ * x-link-spin-guest-us after B's guest rang a doorbell (any UAR write, here
+ * an SQ doorbell that announces nothing new) or polled CHPP_UAR_DB_STATUS,
+ * B's reader does not spin, so A's PUTs reach it by a wake-up, never by a
+ * spin; once B's guest has been quiet that long, spins find them again.
+ * The check's time is 0.3 s here, far beyond the test's own pace even
+ * under a sanitizer, so nothing depends on the host's speed.
+ */
+static void test_spin_guest_check(void)
+{
+    Node a, b;
+    uint64_t ab, bb, h0;
+    uint32_t ak, bk;
+    /* Four PUTs in all in timing mode, whose clock stands (spin-reads). */
+    int n = chpp_timing_on() ? 1 : 4;
+    int i, slot = 0;
+
+    linked_pair(&a, &b, "spin-guest",
+                ",link-spin-us=10000,x-link-spin-guest-us=300000",
+                &ab, &ak, &bb, &bk);
+    if (!shm_expected()) {
+        g_assert_cmpuint(link_state_u64(&b, "spin-hits"), ==, 0);
+        pair_stop(&a, &b);
+        return;
+    }
+    check_shm(&b);
+    /* 1. B's guest rings a doorbell before each PUT: no spin finds one. */
+    h0 = link_state_u64(&b, "spin-hits");
+    for (i = 0; i < n; i++, slot++) {
+        chpp_sq_db(b.d, UAR, b.qp.qpn, b.qp.sq_pi);
+        put_slot(&a, &b, ab, ak, bb, bk, slot, 0x51 + slot);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "spin-hits"), ==, h0);
+
+    /* 2. Quiet for longer than the check's time: spins find them. */
+    g_usleep(400 * 1000);
+    for (i = 0; i < MAX(n, 2); i++, slot++) {
+        put_slot(&a, &b, ab, ak, bb, bk, slot, 0x51 + slot);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "spin-hits"), >=, h0 + 1);
+
+    /* 3. B's guest polls before each PUT: no spin finds one. */
+    h0 = link_state_u64(&b, "spin-hits");
+    for (i = 0; i < n; i++, slot++) {
+        read_db_status(&b);
+        put_slot(&a, &b, ab, ak, bb, bk, slot, 0x51 + slot);
+    }
+    g_assert_cmpuint(link_state_u64(&b, "spin-hits"), ==, h0);
+    assert_clean(&a, &b);
+    pair_stop(&a, &b);
+}
+
+/*
  * Doorbell hold (docs/link.md, "Requests wait for the next poll"): B
  * busy-polls and rings a doorbell; its PUT waits for B's next poll, which
  * writes it.  Arming a CQ ends the polling: what is held goes at once.  B
@@ -1490,6 +1543,7 @@ int main(int argc, char **argv)
     qtest_add_func("/chpp-hca/link/poll-owns-socket", test_poll_owns_socket);
     qtest_add_func("/chpp-hca/link/quiet-loop-reads", test_quiet_loop_reads);
     qtest_add_func("/chpp-hca/link/spin-reads", test_spin_reads);
+    qtest_add_func("/chpp-hca/link/spin-guest-check", test_spin_guest_check);
     qtest_add_func("/chpp-hca/link/acks-coalesced", test_acks_coalesced);
     qtest_add_func("/chpp-hca/link/last-words", test_last_words);
     qtest_add_func("/chpp-hca/link/chardev-path/ops-both-directions",

@@ -197,6 +197,7 @@ static void test_properties_invalid(void)
         "engine-delay-ns=20000000000", "node-id=4096",
         "x-link-ring-size=8192", "x-link-ring-size=100000",
         "x-link-ring-size=134217728", "link-spin-us=10001",
+        "x-link-spin-guest-us=0", "x-link-spin-guest-us=1000001",
         "timing-clock-mhz=0", "timing-clock-mhz=4001", "timing-bus-bytes=24",
         "timing-bus-bytes=2", "timing-mtu=100", "timing-mtu=8192",
         "timing-read-req=8", "timing-host-mps=3000", "timing-tags=0",
