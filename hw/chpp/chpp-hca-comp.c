@@ -41,7 +41,7 @@ static void chpp_comp_progress(ChppHcaState *s, ChppQp *qp)
 /* Place a GET response in the WQE's scatter list. */
 static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
-    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
+    ChppWqe wqe, *w = &wqe;     /* on the stack, as in chpp_req_run() */
     ChppInflight *e;
     uint8_t status = 0, verr = 0;
     uint32_t mtu;
@@ -96,7 +96,7 @@ static void chpp_comp_read_resp(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 
 static void chpp_comp_atomic_ack(ChppHcaState *s, ChppQp *qp, ChppPkt *pkt)
 {
-    g_autofree ChppWqe *w = g_new(ChppWqe, 1);
+    ChppWqe wqe, *w = &wqe;     /* on the stack, as in chpp_req_run() */
     ChppInflight *e;
     uint8_t status = 0, verr = 0;
     uint64_t orig = cpu_to_le64(pkt->atomic0);

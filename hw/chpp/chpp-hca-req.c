@@ -338,9 +338,14 @@ void chpp_req_sent(ChppHcaState *s, ChppQp *qp)
 int64_t chpp_req_ack_wait(ChppHcaState *s, ChppQp *qp)
 {
     int64_t wait = chpp_local_ack_timeout_ns(qp->timeout);
-    int64_t now = chpp_timing_now();
+    int64_t now;
     uint32_t i;
 
+    /* Only timing mode times packets (tm.t_data): no clock read without. */
+    if (!chpp_pf(s)->params.timing.on) {
+        return wait;
+    }
+    now = chpp_timing_now();
     for (i = 0; i < qp->eng.infl_count; i++) {
         const ChppInflight *e = chpp_sq_infl(qp, i);
 
