@@ -53,22 +53,47 @@ import re
 import struct
 import sys
 
+from chpp_abi import abi
+
 SEP = b"FUZZ"
 OP_WRITE, OP_PCI_WRITE, OP_ADD_DMA_PATTERN = 3, 5, 7
 OP_CLEAR_DMA_PATTERNS, OP_CLOCK_STEP = 8, 9
 SIZES = {1: 0, 2: 1, 4: 2, 8: 3}
-BAR0_SIZE, MSIX_TABLE, MSIX_PBA = 0x4000, 0x2000, 0x3000
-BAR2_MAX = 1 << 22          # 1024 UAR pages
+# The device's own constants come from its ABI headers (chpp_abi.py).
+A = abi("CHPP_BAR0_SIZE", "CHPP_MSIX_TABLE_OFFSET", "CHPP_MSIX_PBA_OFFSET",
+        "CHPP_MAX_UAR_PAGES * CHPP_UAR_PAGE_SIZE",
+        "CHPP_VF_UAR_PAGES * CHPP_UAR_PAGE_SIZE",
+        "CHPP_PCI_EXT_CAP_SRIOV", "CHPP_PCI_CAP_EXP",
+        "CHPP_LINK_MAGIC", "CHPP_ETH_TYPE", "sizeof(struct chpp_link_rec)",
+        "CHPP_LINK_HELLO", "CHPP_LINK_FRAME", "CHPP_LINK_CREDIT",
+        "CHPP_LINK_REFUSE", "CHPP_LINK_PROBE",
+        "CHPP_LINK_HELLO_F_NEW", "CHPP_LINK_HELLO_F_ACK",
+        "CHPP_LINK_CAP_GET_VC",
+        "CHPP_LINK_VERSION_MAJOR", "CHPP_LINK_VERSION_MINOR",
+        "sizeof(struct chpp_link_hello)",
+        "offsetof(struct chpp_link_hello, node_id)",
+        "offsetof(struct chpp_link_hello, data_vcs)",
+        "offsetof(struct chpp_link_hello, flags)",
+        "offsetof(struct chpp_link_hello, caps)",
+        "offsetof(struct chpp_link_hello, credits)",
+        "offsetof(struct chpp_link_hello, epoch)",
+        "offsetof(struct chpp_link_hello, peer_epoch)")
+BAR0_SIZE = A["CHPP_BAR0_SIZE"]
+MSIX_TABLE = A["CHPP_MSIX_TABLE_OFFSET"]
+MSIX_PBA = A["CHPP_MSIX_PBA_OFFSET"]
+BAR2_MAX = A["CHPP_MAX_UAR_PAGES * CHPP_UAR_PAGE_SIZE"]
 PF_DEVFN = 0x20             # 04.0, in the qtests and in the fuzzer's config
 FUZZ_BAR0, FUZZ_BAR2 = 0xe0000000, 0xe0004000   # where the fuzzer maps them
 FUZZ_MMCFG = 0x800000000    # MMCFG_FUZZ_BASE of the generic_fuzz.c hook
 MMCFG_SIZE = 1 << 28
 MCH_PCIEXBAR = 0x60
-SRIOV = 0x110               # CHPP_PCI_EXT_CAP_SRIOV
+SRIOV = A["CHPP_PCI_EXT_CAP_SRIOV"]
+# PCI's own (pci_regs.h): SR-IOV Control, NumVFs, VF BAR0; VF Enable; the
+# Express capability's Device Control and its Function Level Reset bit
 SRIOV_CTRL, SRIOV_NUM_VF, SRIOV_BAR = 0x08, 0x10, 0x24
 VFE = 0x1
-EXP_DEVCTL, BCR_FLR = 0x60 + 0x08, 0x8000   # CHPP_PCI_CAP_EXP + PCI_EXP_DEVCTL
-VF_UAR_SIZE = 4 * 4096      # CHPP_VF_UAR_PAGES pages
+EXP_DEVCTL, BCR_FLR = A["CHPP_PCI_CAP_EXP"] + 0x08, 0x8000
+VF_UAR_SIZE = A["CHPP_VF_UAR_PAGES * CHPP_UAR_PAGE_SIZE"]
 MAX_PATTERN = 512
 MAX_SEED = 16384
 
@@ -315,33 +340,53 @@ def link_seeds(out):
     print(f"{n} seeds in {out}")
 
 
-LINK_MAGIC = 0x4B4E4C43          # CHPP_LINK_MAGIC, "CLNK"
-ETH_TYPE = 0x88B5
+ETH_TYPE = A["CHPP_ETH_TYPE"]
+HELLO, FRAME, CREDIT, REFUSE, PROBE = (
+    A["CHPP_LINK_" + t] for t in ("HELLO", "FRAME", "CREDIT", "REFUSE", "PROBE"))
+F_NEW, F_ACK = A["CHPP_LINK_HELLO_F_NEW"], A["CHPP_LINK_HELLO_F_ACK"]
 
 
 def link_rec(rtype, vc, seq, body):
-    return struct.pack("<IBBHI", LINK_MAGIC, rtype, vc, seq, len(body)) + body
+    """struct chpp_link_rec and what follows it."""
+    rec = struct.pack("<IBBHI", A["CHPP_LINK_MAGIC"], rtype, vc, seq, len(body))
+    assert len(rec) == A["sizeof(struct chpp_link_rec)"]
+    return rec + body
 
 
 def hello(flags, epoch, peer_epoch, node=1):
-    return struct.pack("<HHHBBIIIIII", 1, 1, node, 1, flags, 1,
-                       256, 256, epoch, peer_epoch, 0)
+    """struct chpp_link_hello: one data VC, the GET VC, 256 credits each."""
+    h = bytearray(A["sizeof(struct chpp_link_hello)"])
+
+    def put(field, fmt, *v):
+        struct.pack_into(fmt, h, A[f"offsetof(struct chpp_link_hello, {field})"],
+                         *v)
+    struct.pack_into("<HH", h, 0, A["CHPP_LINK_VERSION_MAJOR"],
+                     A["CHPP_LINK_VERSION_MINOR"])
+    put("node_id", "<H", node)
+    put("data_vcs", "<B", 1)
+    put("flags", "<B", flags)
+    put("caps", "<I", A["CHPP_LINK_CAP_GET_VC"])
+    put("credits", "<II", 256, 256)
+    put("epoch", "<I", epoch)
+    put("peer_epoch", "<I", peer_epoch)
+    return bytes(h)
 
 
 def link_eth_seeds(out):
     link_seeds(out)
     recs = {
-        "hello-bcast": link_rec(1, 0, 0, hello(0, 0x5eed, 0)),
-        "hello-new": link_rec(1, 0, 0, hello(1, 0x5eed, 0)),
-        "hello-ack": link_rec(1, 0, 0, hello(2, 0x5eed, 0)),
-        "hello-new-epoch": link_rec(1, 0, 0, hello(1, 0x1234, 0)),
-        "hello-other-node": link_rec(1, 0, 0, hello(0, 0x5eed, 0, node=7)),
-        "credit": link_rec(3, 0, 0, struct.pack("<I", 64)),
-        "credit-get": link_rec(3, 1, 0, struct.pack("<I", 4096)),
-        "probe": link_rec(5, 0, 9, b""),
-        "refuse": link_rec(4, 0, 0, struct.pack("<I", 1) + b"no thanks"),
-        "frame-late": link_rec(2, 0, 0xFFFF, bytes(64)),
-        "frame-gap": link_rec(2, 1, 300, bytes(64)),
+        "hello-bcast": link_rec(HELLO, 0, 0, hello(0, 0x5eed, 0)),
+        "hello-new": link_rec(HELLO, 0, 0, hello(F_NEW, 0x5eed, 0)),
+        "hello-ack": link_rec(HELLO, 0, 0, hello(F_ACK, 0x5eed, 0)),
+        "hello-new-epoch": link_rec(HELLO, 0, 0, hello(F_NEW, 0x1234, 0)),
+        "hello-other-node": link_rec(HELLO, 0, 0,
+                                     hello(0, 0x5eed, 0, node=7)),
+        "credit": link_rec(CREDIT, 0, 0, struct.pack("<I", 64)),
+        "credit-get": link_rec(CREDIT, 1, 0, struct.pack("<I", 4096)),
+        "probe": link_rec(PROBE, 0, 9, b""),
+        "refuse": link_rec(REFUSE, 0, 0, struct.pack("<I", 1) + b"no thanks"),
+        "frame-late": link_rec(FRAME, 0, 0xFFFF, bytes(64)),
+        "frame-gap": link_rec(FRAME, 1, 300, bytes(64)),
     }
     for name, rec in recs.items():
         with open(os.path.join(out, f"eth-{name}"), "wb") as fh:
@@ -351,7 +396,7 @@ def link_eth_seeds(out):
     frames = {
         "raw-ipv4": dst + dst + struct.pack(">H", 0x0800) + bytes(46),
         "raw-bad-src": dst + b"\x52\x54\x00\x00\x00\x01" +
-                       struct.pack(">H", ETH_TYPE) + link_rec(3, 0, 0,
+                       struct.pack(">H", ETH_TYPE) + link_rec(CREDIT, 0, 0,
                                                               bytes(4)),
     }
     for name, f in frames.items():
