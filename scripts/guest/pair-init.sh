@@ -24,6 +24,9 @@
 #   chpp.fetch=SEC    how long to wait for the peer's info (default 120)
 #   chpp.cut=1        pair: also the link-cut stage (pair.sh --cut injects
 #                     the fault from the host while both nodes stream)
+#   chpp.tools=0      pair: not the rdma-core tools, perftest and UCX after
+#                     our own test programs (the *-6.1 e2e run: the uverbs
+#                     ABI is the same, CI time)
 #   chpp.only=verbs   pair: only the rdma-core tools stage (verbs-init.sh)
 #   chpp.only=mad     pair: only the MAD stage (mad-init.sh): ibstat,
 #                     smpquery, perfquery, opensm on node 1, ibnetdiscover
@@ -58,7 +61,7 @@ NODE=$(chpp_arg node); MODE=$(chpp_arg mode); LOOPS=$(chpp_arg loops)
 IP=$(chpp_arg ip); PEER=$(chpp_arg peer); NOTEST=$(chpp_arg notest)
 FETCH_SECS=$(chpp_arg fetch); PAUSE=$(chpp_arg pause); KSYMS=$(chpp_arg ksyms)
 SECTIONS=$(chpp_arg sections); CUT=$(chpp_arg cut); ONLY=$(chpp_arg only)
-BENCH=$(chpp_arg bench); SHARE=$(chpp_arg share)
+BENCH=$(chpp_arg bench); SHARE=$(chpp_arg share); TOOLS=$(chpp_arg tools)
 : "${NODE:=1}" "${MODE:=single}" "${LOOPS:=2}"
 CT=/sys/kernel/debug/chpp_test
 say() { echo "chpp-guest: $*"; }
@@ -565,6 +568,10 @@ if [ "$MODE" = pair ]; then
     # First our own test programs between the two guests' processes.
     user_pair v /bin/chpp-verbs-test
     user_pair x /bin/chpp-verbs-ex-test
+fi
+if [ "$MODE" = pair ] && [ "$TOOLS" = 0 ]; then
+    VERBS="$VERBS; chpp-verbs-test --pair, chpp-verbs-ex-test --pair (rdma-core tools left out: chpp.tools=0)"
+elif [ "$MODE" = pair ]; then
     . /chpp/verbs-init.sh
     verbs_tools chpp0
     ucx_tools chpp0
