@@ -81,6 +81,7 @@ typedef struct ChppPkt {
     uint8_t *frame;             /* chpp_wire_payload(): frame being built */
     GByteArray *keep;           /* received frame holding the payload */
     bool from_link;             /* came from the peer, not loopback */
+    uint64_t rx_seq;            /* link: order of arrival on this function */
     int64_t due;                /* timing mode: virtual ns it arrives */
 } ChppPkt;
 

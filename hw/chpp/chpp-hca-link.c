@@ -958,6 +958,7 @@ void chpp_link_frame(ChppHcaState *s, ChppPeer *peer, uint8_t vc,
         return;
     }
     pkt->from_link = true;
+    pkt->rx_seq = to->link_rx_seq++;
     g_queue_push_tail(to->link_rx[vc], pkt);
     chpp_engine_kick(to);
 }

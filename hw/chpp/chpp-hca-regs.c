@@ -164,6 +164,11 @@ static uint64_t chpp_uar_read(void *opaque, hwaddr addr, unsigned size)
     uint32_t uar = addr >> CHPP_UAR_PAGE_SHIFT;
 
     trace_chpp_hca_uar_read(s->func, addr, size);
+    /*
+     * A poll says the guest works too; counted as a doorbell, since in
+     * timing mode a poll reads nothing from the link (no last_pull).
+     */
+    chpp_link_doorbell(chpp_pf(s));
     if ((addr & (CHPP_UAR_PAGE_SIZE - 1)) == CHPP_UAR_DB_STATUS &&
         uar < s->params.uar_pages) {
         return chpp_uar_db_status(s, uar);

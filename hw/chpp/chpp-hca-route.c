@@ -165,16 +165,14 @@ void chpp_route_fan_out(ChppHcaState *s, ChppPkt *pkt)
 }
 
 /*
- * Responses and data (the data VCs) go first, so GETs (the GET VC, the
- * last) never block their answers.
- * Loopback frames are decoded here; link frames were decoded on arrival.
+ * Loopback frames first, VC by VC (decoded here); then the link's, which
+ * were decoded on arrival, in the order they came.
  */
 ChppPkt *chpp_route_next(ChppHcaState *s)
 {
     GByteArray *due;
     uint8_t dvc;
     unsigned vc;
-    bool ready;
 
     /*
      * Timing mode: frames whose time has come join the queues (all of
@@ -188,19 +186,13 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
         }
     }
 
-    /*
-     * Every doorbell and poll looks here first, mostly to find nothing:
-     * the queues' lengths are read in place, not through calls.
-     */
-    ready = chpp_link_rx_ready(s);
+    /* Loopback frames, VC by VC. */
     for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
         GByteArray *ba;
         ChppPkt *pkt = NULL;
 
-        if (!s->wire_rx[vc]->length && !(ready && s->link_rx[vc]->length)) {
-            continue;
-        }
-        while (!pkt && (ba = g_queue_pop_head(s->wire_rx[vc]))) {
+        while (s->wire_rx[vc]->length && !pkt &&
+               (ba = g_queue_pop_head(s->wire_rx[vc]))) {
             chpp_tx_dequeued(s);
             chpp_count(s, CHPP_CNT_PKTS_RX);
             /* Loopback: the payload stays in the frame, no second copy. */
@@ -209,16 +201,37 @@ ChppPkt *chpp_route_next(ChppHcaState *s)
                 g_byte_array_unref(ba);
             }
         }
-        if (!pkt && ready) {
-            pkt = g_queue_pop_head(s->link_rx[vc]);
-            if (pkt) {
-                chpp_link_consumed(chpp_pf(s), pkt->src_node, vc);
-            }
-        }
         if (pkt) {
             trace_chpp_hca_pkt_rx(s->func, pkt->vc, pkt->op, pkt->src_qpn,
                                   pkt->dst_qpn, pkt->psn, pkt->len);
             return pkt;
+        }
+    }
+    /*
+     * The link's frames in the order they came, whatever their VC: a QP's
+     * requests travel on two (GETs on the last), and its responder must
+     * see them in PSN order.
+     */
+    if (chpp_link_rx_ready(s)) {
+        ChppPkt *first = NULL;
+        unsigned fvc = 0;
+
+        for (vc = 0; vc < CHPP_NUM_VCS; vc++) {
+            ChppPkt *head = s->link_rx[vc]->length ?
+                            g_queue_peek_head(s->link_rx[vc]) : NULL;
+
+            if (head && (!first || head->rx_seq < first->rx_seq)) {
+                first = head;
+                fvc = vc;
+            }
+        }
+        if (first) {
+            g_queue_pop_head(s->link_rx[fvc]);
+            chpp_link_consumed(chpp_pf(s), first->src_node, fvc);
+            trace_chpp_hca_pkt_rx(s->func, first->vc, first->op,
+                                  first->src_qpn, first->dst_qpn, first->psn,
+                                  first->len);
+            return first;
         }
     }
     return NULL;

@@ -528,6 +528,7 @@ struct ChppHcaState {
     uint32_t n_acks_owed;
     GQueue *wire_rx[CHPP_NUM_VCS];  /* loopback frames per VC */
     GQueue *link_rx[CHPP_NUM_VCS];  /* decoded ChppPkt from the link per VC */
+    uint64_t link_rx_seq;       /* the next link frame's ChppPkt.rx_seq */
     GQueue *timed_rx;           /* timing mode: loopback frames not due yet */
     ChppTimingModel timing;     /* PF: the timing model's resources */
     ChppLink link;
