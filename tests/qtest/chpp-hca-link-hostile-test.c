@@ -250,6 +250,23 @@ static ChppFrm peer_frm(uint8_t op, uint8_t dst_vf, uint32_t dst_qpn,
     };
 }
 
+/* The node's QP 2 (magic 0x33) connected to the peer's QP PEER_QPN. */
+static void peer_qp_up(ChppNode *a)
+{
+    ChppNode peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+
+    chpp_node_qp(a, 2, 0x33, 6, 9);
+    chpp_node_connect(a, &peer, 14, 7);
+}
+
+/* @len bytes of the node's memory registered for @access; its rkey. */
+static uint32_t peer_mr(ChppDev *d, uint32_t len, uint32_t access,
+                        uint64_t *buf)
+{
+    *buf = guest_alloc(&d->qs->alloc, len);
+    return chpp_create_mr(d, 0, CHPP_NODE_PD, *buf, len, access);
+}
+
 /* ---- the device's view ------------------------------------------------ */
 
 static QDict *state_get(ChppDev *d, QDict **rsp)
@@ -677,12 +694,11 @@ static void test_mcast_frames(void)
 static void test_magic_guessing(void)
 {
     Peer p;
-    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppNode a;
     ChppDev *d = node_start(&p, "magic", "", &a, 64);
     uint32_t i, sent = 0;
 
-    chpp_node_qp(&a, 2, 0x33, 6, 9);
-    chpp_node_connect(&a, &peer, 14, 7);
+    peer_qp_up(&a);
 
     /* The same wrong magic again and again: not a guess. */
     for (i = 0; i < 3 * CHPP_LINK_MAGIC_GUESS_MAX; i++) {
@@ -774,12 +790,11 @@ static void peer_drain_all(Peer *p, ChppDev *d)
 static void test_zero_credit_duplicates(void)
 {
     Peer p;
-    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppNode a;
     ChppDev *d = node_start(&p, "zero-credit", "", &a, 0);
     uint32_t sent = 0, total = CHPP_LINK_BACKLOG_MAX + 2 * CHPP_LINK_CREDITS;
 
-    chpp_node_qp(&a, 2, 0x33, 6, 9);
-    chpp_node_connect(&a, &peer, 14, 7);
+    peer_qp_up(&a);
     while (sent < total) {
         ChppFrm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN - 1);
         int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
@@ -828,22 +843,20 @@ static void test_zero_credit_duplicates(void)
 static void test_requests_across_vcs(void)
 {
     Peer p;
-    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppNode a;
     ChppDev *d = node_start(&p, "across-vcs", "", &a, 4096);
     g_autoptr(GByteArray) out = g_byte_array_new();
-    uint64_t buf = guest_alloc(&d->qs->alloc, 4096);
-    uint32_t rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, buf, 4096,
-                                   CHPP_MPT_LOCAL_WRITE |
-                                   CHPP_MPT_REMOTE_READ |
-                                   CHPP_MPT_REMOTE_WRITE);
+    uint64_t buf;
+    uint32_t rkey = peer_mr(d, 4096, CHPP_MPT_LOCAL_WRITE |
+                            CHPP_MPT_REMOTE_READ | CHPP_MPT_REMOTE_WRITE,
+                            &buf);
     ChppFrm rd = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
     ChppFrm wr = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN + 1);
     bool resp = false, acked = false;
     uint8_t rec[REC_MAX];
     int64_t end;
 
-    chpp_node_qp(&a, 2, 0x33, 6, 9);
-    chpp_node_connect(&a, &peer, 14, 7);
+    peer_qp_up(&a);
     rd.va = buf;
     rd.rkey = rkey;
     rd.msg_len = 64;
@@ -890,19 +903,17 @@ static void test_requests_across_vcs(void)
 static void test_ack_owed_duplicates(void)
 {
     Peer p;
-    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppNode a;
     ChppDev *d = node_start(&p, "ack-dup", "", &a, 4096);
     g_autoptr(GByteArray) out = g_byte_array_new();
-    uint64_t buf = guest_alloc(&d->qs->alloc, 4096);
-    uint32_t rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, buf, 4096,
-                                   CHPP_MPT_LOCAL_WRITE |
-                                   CHPP_MPT_REMOTE_WRITE);
+    uint64_t buf;
+    uint32_t rkey = peer_mr(d, 4096, CHPP_MPT_LOCAL_WRITE |
+                            CHPP_MPT_REMOTE_WRITE, &buf);
     uint32_t i, n = 100, last = 0;
     uint8_t rec[REC_MAX];
     int64_t end;
 
-    chpp_node_qp(&a, 2, 0x33, 6, 9);
-    chpp_node_connect(&a, &peer, 14, 7);
+    peer_qp_up(&a);
     for (i = 0; i < 2 * n; i++) {
         ChppFrm f = peer_frm(CHPP_OP_WRITE, 0, 2, 0x33, QP_PSN + i / 2);
 
@@ -947,15 +958,13 @@ static void test_ack_owed_duplicates(void)
 static void test_peer_never_reads(void)
 {
     Peer p;
-    ChppNode a, peer = { .id = PEER, .qp = { .qpn = PEER_QPN } };
+    ChppNode a;
     ChppDev *d = node_start(&p, "never-reads", "", &a, 4096);
     uint32_t len = 1 << 20, i, n = 8;
-    uint64_t buf = guest_alloc(&d->qs->alloc, len);
-    uint32_t rkey = chpp_create_mr(d, 0, CHPP_NODE_PD, buf, len,
-                                   CHPP_MPT_REMOTE_READ);
+    uint64_t buf;
+    uint32_t rkey = peer_mr(d, len, CHPP_MPT_REMOTE_READ, &buf);
 
-    chpp_node_qp(&a, 2, 0x33, 6, 9);
-    chpp_node_connect(&a, &peer, 14, 7);
+    peer_qp_up(&a);
     for (i = 0; i < n; i++) {
         ChppFrm f = peer_frm(CHPP_OP_READ_REQ, 0, 2, 0x33, QP_PSN);
 
