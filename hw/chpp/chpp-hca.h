@@ -656,10 +656,12 @@ static inline unsigned chpp_num_vcs(ChppHcaState *s)
  * Bound for walking the functions of @pf's adapter: the PF and its enabled
  * VFs (chpp_function() of any higher number is NULL).  The engine walks
  * them for every doorbell and poll: one look at NumVFs, not one per VF.
+ * NumVFs is the guest's register (QEMU 10 reads it back while VF Enable
+ * is set): never more than the arrays of 1 + CHPP_MAX_VFS hold.
  */
 static inline unsigned chpp_num_functions(ChppHcaState *pf)
 {
-    return 1 + pcie_sriov_num_vfs(chpp_pci(pf));
+    return 1 + MIN(pcie_sriov_num_vfs(chpp_pci(pf)), CHPP_MAX_VFS);
 }
 
 /* Function @fn (0 = PF) of the adapter whose PF is @pf, if it exists. */
